@@ -1,0 +1,210 @@
+/**
+ * Get-or-fetch for one canonical request: memory, then the shared tier, then one upstream
+ * request per key at a time (single-flight). Expired entries with an ETag are revalidated
+ * with If-None-Match; when every upstream fails, an entry still within `staleIfErrorMs`
+ * is served instead of an error.
+ */
+import { createHash } from 'node:crypto';
+import { UpstreamError } from '../upstream/errors.js';
+import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
+import type { RouteSpec } from '../routes/route-spec.js';
+import type { CanonicalRequest } from '../routes/validate.js';
+import type { CacheEntry } from './entry.js';
+import { routeKey } from './key.js';
+import { classify, evaluate, type ChainView, type Classification, type TtlSettings, type Verdict } from './policy.js';
+import { SingleFlight } from './single-flight.js';
+import type { TieredStore } from './tiered-store.js';
+
+export type CacheStatus = 'HIT' | 'MISS' | 'REVALIDATED' | 'STALE' | 'BYPASS';
+
+export interface ReadResult {
+  cacheStatus: CacheStatus;
+  /** For BYPASS: the upstream's answer, not stored (its own cache-control is in `headers`). */
+  entry: CacheEntry;
+  /** Seconds spent waiting for the upstream, when this request caused a fetch. */
+  upstreamSeconds?: number;
+}
+
+export interface ReadObserver {
+  onJoin?(route: string): void;
+  onRevalidation?(result: 'not_modified' | 'modified'): void;
+  onStale?(route: string, reason: string): void;
+}
+
+export interface ReadThroughDeps {
+  store: TieredStore;
+  upstream: UpstreamClient;
+  chain: () => ChainView;
+  ttl: TtlSettings;
+  keyPrefix: string;
+  staleIfErrorMs: number;
+  now?: () => number;
+  observer?: ReadObserver;
+}
+
+/** Upstream headers a client should still see on a cached answer. */
+const FORWARDED_HEADERS = ['content-type', 'warning', 'x-api-version'] as const;
+
+export function forwardedHeaders(response: UpstreamResponse, extra: readonly string[] = []): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of [...FORWARDED_HEADERS, ...extra]) {
+    const value = response.headers[name];
+    if (value !== undefined) headers[name] = value;
+  }
+  return headers;
+}
+
+/** A strong validator for bodies the upstream sent without one (computed once, at store time). */
+export function bodyEtag(body: Buffer): string {
+  return `"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
+const isStrongEtag = (etag: string | undefined): etag is string => etag !== undefined && etag.startsWith('"');
+
+/** A 200 that says it is JSON must parse; anything else is an upstream fault, never cached. */
+export function assertWellFormed(response: UpstreamResponse): void {
+  if (response.status !== 200 || !(response.headers['content-type'] ?? '').includes('json')) return;
+  try {
+    JSON.parse(response.body.toString('utf8'));
+  } catch (error) {
+    throw new UpstreamError('invalid', response.upstream, `invalid JSON body from ${response.upstream}`, { cause: error });
+  }
+}
+
+export class ReadThrough {
+  private readonly flights = new SingleFlight<ReadResult>();
+  private readonly now: () => number;
+
+  constructor(private readonly deps: ReadThroughDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  keyFor(route: RouteSpec, request: CanonicalRequest): string {
+    return routeKey(this.deps.keyPrefix, route.id, request.upstreamPath);
+  }
+
+  /** The whole hit path: a synchronous memory lookup and a pure freshness check. */
+  peekFresh(key: string): CacheEntry | undefined {
+    const entry = this.deps.store.peek(key);
+    if (!entry) return undefined;
+    return evaluate(entry, this.now(), this.deps.chain(), this.deps.ttl) === 'fresh' ? entry : undefined;
+  }
+
+  async read(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult> {
+    const key = this.keyFor(route, request);
+    const found = await this.deps.store.get(key);
+    const verdict = found ? evaluate(found.entry, this.now(), this.deps.chain(), this.deps.ttl) : undefined;
+    if (found && verdict === 'fresh') return { cacheStatus: 'HIT', entry: found.entry };
+    return this.flights.run(
+      key,
+      () => this.fetch(key, route, request, found?.entry, verdict),
+      () => this.deps.observer?.onJoin?.(route.id),
+    );
+  }
+
+  private async fetch(
+    key: string,
+    route: RouteSpec,
+    request: CanonicalRequest,
+    held: CacheEntry | undefined,
+    verdict: Verdict | undefined,
+  ): Promise<ReadResult> {
+    const conditional = verdict === 'revalidate' ? held : undefined;
+    const started = this.now();
+    let response: UpstreamResponse;
+    try {
+      response = await this.deps.upstream.get({
+        path: request.upstreamPath,
+        route: route.id,
+        headers: conditional?.upstreamEtag ? { 'if-none-match': conditional.upstreamEtag } : undefined,
+      });
+      assertWellFormed(response);
+    } catch (error) {
+      const stale = this.staleFallback(route, held, error);
+      if (stale) return stale;
+      throw error;
+    }
+    if (response.status >= 500) {
+      // Stale data beats an error; without it the client gets the upstream's own 5xx.
+      const failure = new UpstreamError('5xx', response.upstream, `upstream answered ${response.status}`);
+      return this.staleFallback(route, held, failure) ?? this.bypass(response);
+    }
+    const upstreamSeconds = (this.now() - started) / 1000;
+    if (response.status === 304 && conditional) {
+      this.deps.observer?.onRevalidation?.('not_modified');
+      // The upstream's 304 carries no ETag: the stored one stays valid.
+      const refreshed: CacheEntry = { ...conditional, validatedAt: this.now(), tipHash: this.deps.chain().tipHash };
+      void this.deps.store.set(key, refreshed);
+      return { cacheStatus: 'REVALIDATED', entry: refreshed, upstreamSeconds };
+    }
+    if (conditional) this.deps.observer?.onRevalidation?.('modified');
+    const result = await this.admit(key, route, request, response);
+    return { ...result, upstreamSeconds };
+  }
+
+  /** Stores the answer when the policy gives it a class; otherwise passes it through. */
+  private async admit(key: string, route: RouteSpec, request: CanonicalRequest, response: UpstreamResponse): Promise<ReadResult> {
+    const chain = this.deps.chain();
+    const classification = classify({
+      policy: route.policy,
+      facts: request.facts,
+      status: response.status,
+      body: response.body,
+      chain,
+      finalTxHeight: await this.finalTxHeight(request),
+    });
+    if (!classification) return this.bypass(response);
+    const entry = this.buildEntry(response, classification, chain);
+    void this.deps.store.set(key, entry);
+    return { cacheStatus: 'MISS', entry };
+  }
+
+  buildEntry(response: UpstreamResponse, classification: Classification, chain: ChainView): CacheEntry {
+    const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
+    return {
+      status: response.status,
+      body: response.body,
+      headers: forwardedHeaders(response),
+      upstreamEtag,
+      etag: upstreamEtag ?? bodyEtag(response.body),
+      cls: classification.cls,
+      validatedAt: this.now(),
+      tipHash: classification.cls === 'final' ? undefined : chain.tipHash,
+      height: classification.height,
+    };
+  }
+
+  bypass(response: UpstreamResponse): ReadResult {
+    return {
+      cacheStatus: 'BYPASS',
+      entry: {
+        status: response.status,
+        body: response.body,
+        headers: forwardedHeaders(response, ['cache-control', 'location']),
+        etag: response.headers.etag ?? '',
+        cls: 'mempool',
+        validatedAt: this.now(),
+      },
+    };
+  }
+
+  /** tx/events by tx id is final when the cache already holds that transaction as final. */
+  private async finalTxHeight(request: CanonicalRequest): Promise<number | undefined> {
+    const txId = request.facts.eventsOfTx;
+    if (!txId) return undefined;
+    const found = await this.deps.store.get(routeKey(this.deps.keyPrefix, 'tx_by_id', `/extended/v1/tx/${txId}`));
+    return found?.entry.cls === 'final' ? found.entry.height : undefined;
+  }
+
+  private staleFallback(route: RouteSpec, held: CacheEntry | undefined, error: unknown): ReadResult | undefined {
+    if (!held || !(error instanceof UpstreamError)) return undefined;
+    if (this.now() - held.validatedAt > this.deps.staleIfErrorMs + this.maxAgeOf(held)) return undefined;
+    this.deps.observer?.onStale?.(route.id, error.kind);
+    return { cacheStatus: 'STALE', entry: held };
+  }
+
+  private maxAgeOf(entry: CacheEntry): number {
+    if (entry.cls === 'final') return Infinity;
+    return entry.cls === 'tip' ? this.deps.ttl.tipSafetyMs : this.deps.ttl.mempoolMs;
+  }
+}

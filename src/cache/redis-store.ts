@@ -1,0 +1,109 @@
+/**
+ * The shared tier: Redis standalone, Sentinel or Cluster. The only module that imports
+ * ioredis. Every command has a short timeout and nothing queues while disconnected, so
+ * a dead Redis makes lookups miss quickly instead of making requests wait.
+ */
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { decodeEntry, encodeEntry, type CacheEntry } from './entry.js';
+import type { CacheStore, StoreObserver } from './store.js';
+
+export interface RedisStoreOptions {
+  url: string;
+  commandTimeoutMs: number;
+  observer?: StoreObserver;
+  onStatus?(up: boolean): void;
+}
+
+type Client = Redis | Cluster;
+
+/**
+ * `redis://` / `rediss://` (standalone), `redis+sentinel://h1:p1,h2:p2/<master-name>`,
+ * `redis+cluster://h1:p1,h2:p2`. Credentials in the URL apply to every node.
+ */
+export function createRedisClient(url: string, commandTimeoutMs: number): Client {
+  const common: RedisOptions = {
+    commandTimeout: commandTimeoutMs,
+    connectTimeout: Math.max(commandTimeoutMs * 4, 1000),
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    lazyConnect: false,
+    // Keep trying forever, at most once a second: Redis coming back must be picked up.
+    retryStrategy: (times) => Math.min(times * 100, 1000),
+  };
+  const parsed = new URL(url);
+  const auth = { username: decodeURIComponent(parsed.username) || undefined, password: decodeURIComponent(parsed.password) || undefined };
+  const hosts = parsed.host.split(',').map((hostPort) => {
+    const [host = '127.0.0.1', port = '6379'] = hostPort.split(':');
+    return { host, port: Number(port) };
+  });
+  if (parsed.protocol === 'redis+sentinel:') {
+    const name = parsed.pathname.replace(/^\//, '') || 'mymaster';
+    return new Redis({ ...common, ...auth, sentinels: hosts, name });
+  }
+  if (parsed.protocol === 'redis+cluster:') {
+    return new Cluster(hosts, { redisOptions: { ...common, ...auth }, enableOfflineQueue: false });
+  }
+  return new Redis(url, common);
+}
+
+export class RedisStore implements CacheStore {
+  readonly tier = 'redis' as const;
+  private readonly client: Client;
+
+  constructor(private readonly options: RedisStoreOptions) {
+    this.client = createRedisClient(options.url, options.commandTimeoutMs);
+    this.client.on('ready', () => options.onStatus?.(true));
+    this.client.on('end', () => options.onStatus?.(false));
+    this.client.on('close', () => options.onStatus?.(false));
+    // Without a listener ioredis would print every reconnect failure as an unhandled error.
+    this.client.on('error', (error: unknown) => options.observer?.onError?.('redis', 'connection', error));
+  }
+
+  get isReady(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  async get(key: string): Promise<CacheEntry | undefined> {
+    const bytes = await this.timed('get', () => this.client.getBuffer(key));
+    if (!bytes) return undefined;
+    const entry = decodeEntry(bytes);
+    if (!entry) this.options.observer?.onDecodeFailure?.('redis');
+    return entry;
+  }
+
+  async set(key: string, entry: CacheEntry, retainMs: number | null): Promise<void> {
+    const bytes = encodeEntry(entry);
+    await this.timed('set', () =>
+      retainMs === null ? this.client.set(key, bytes) : this.client.set(key, bytes, 'PX', Math.max(1, Math.round(retainMs))),
+    );
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.timed('del', () => this.client.del(key));
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.timed('ping', () => this.client.ping())) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.client.quit();
+    } catch {
+      this.client.disconnect();
+    }
+  }
+
+  private async timed<T>(command: string, run: () => Promise<T>): Promise<T> {
+    const started = process.hrtime.bigint();
+    try {
+      return await run();
+    } finally {
+      this.options.observer?.onCommand?.(command, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+}

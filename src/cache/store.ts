@@ -1,0 +1,24 @@
+/**
+ * The store interface. A store keeps entries and their retention time and never reads
+ * them: deciding what an entry is worth is the policy's job (policy.ts).
+ */
+import type { CacheEntry } from './entry.js';
+
+export type Tier = 'memory' | 'redis';
+
+export interface CacheStore {
+  readonly tier: Tier;
+  get(key: string): Promise<CacheEntry | undefined>;
+  /** `retainMs` null keeps the entry until it is evicted for room. */
+  set(key: string, entry: CacheEntry, retainMs: number | null): Promise<void>;
+  delete(key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Counters a store reports to metrics. */
+export interface StoreObserver {
+  onEviction?(tier: Tier): void;
+  onError?(tier: Tier, operation: string, error: unknown): void;
+  onDecodeFailure?(tier: Tier): void;
+  onCommand?(command: string, seconds: number): void;
+}

@@ -1,0 +1,66 @@
+/**
+ * Memory in front of an optional shared tier. Lookups try memory synchronously, then the
+ * shared tier; a shared-tier failure is a miss (counted), never an error for the client.
+ */
+import type { CacheEntry, FreshnessClass } from './entry.js';
+import type { MemoryStore } from './memory-store.js';
+import type { CacheStore, Tier } from './store.js';
+
+export type LookupResult = 'hit' | 'miss' | 'error';
+
+export interface TieredObserver {
+  onLookup?(tier: Tier, cls: FreshnessClass | 'unknown', result: LookupResult): void;
+  onError?(tier: Tier, operation: string, error: unknown): void;
+}
+
+export interface Found {
+  entry: CacheEntry;
+  tier: Tier;
+}
+
+export class TieredStore {
+  constructor(
+    readonly memory: MemoryStore,
+    readonly shared: CacheStore | undefined,
+    private readonly retention: (entry: CacheEntry) => number | null,
+    private readonly observer: TieredObserver = {},
+  ) {}
+
+  /** The hit path: no promise, no I/O. */
+  peek(key: string): CacheEntry | undefined {
+    const entry = this.memory.peek(key);
+    if (entry) this.observer.onLookup?.('memory', entry.cls, 'hit');
+    return entry;
+  }
+
+  async get(key: string): Promise<Found | undefined> {
+    const local = this.peek(key);
+    if (local) return { entry: local, tier: 'memory' };
+    this.observer.onLookup?.('memory', 'unknown', 'miss');
+    if (!this.shared) return undefined;
+    try {
+      const entry = await this.shared.get(key);
+      this.observer.onLookup?.('redis', entry?.cls ?? 'unknown', entry ? 'hit' : 'miss');
+      if (!entry) return undefined;
+      this.memory.put(key, entry, this.retention(entry));
+      return { entry, tier: 'redis' };
+    } catch (error) {
+      this.observer.onLookup?.('redis', 'unknown', 'error');
+      this.observer.onError?.('redis', 'get', error);
+      return undefined;
+    }
+  }
+
+  /** Writes memory at once and the shared tier in the background: a slow Redis never delays an answer. */
+  set(key: string, entry: CacheEntry): Promise<void> {
+    const retainMs = this.retention(entry);
+    this.memory.put(key, entry, retainMs);
+    if (!this.shared) return Promise.resolve();
+    return this.shared.set(key, entry, retainMs).catch((error: unknown) => this.observer.onError?.('redis', 'set', error));
+  }
+
+  async close(): Promise<void> {
+    await this.memory.close();
+    await this.shared?.close();
+  }
+}

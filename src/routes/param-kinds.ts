@@ -1,0 +1,141 @@
+/**
+ * Parameter checks that reproduce the upstream's Ajv validation (Fastify defaults:
+ * coerceTypes 'array', allErrors false) message for message, so the proxy can reject
+ * bad input itself with the exact body the upstream would send (upstream-contract §1.2–§2).
+ *
+ * Zod is used for configuration; here the contract is Ajv's wording (anyOf messages
+ * joined with ", ", coercion quirks), which is shorter to state directly than to
+ * rebuild from zod issues.
+ */
+
+/** A query or path value as parsed: repeated keys give arrays. */
+export type RawValue = string | string[] | undefined;
+
+/** One Ajv error: `subpath` is appended to the parameter's path (e.g. "/0" for an array item). */
+export interface ParamError {
+  subpath: string;
+  message: string;
+}
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; errors: ParamError[] };
+
+export type Check<T> = (raw: string | string[]) => Checked<T>;
+
+const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
+const fail = <T>(message: string, subpath = ''): Checked<T> => ({ ok: false, errors: [{ subpath, message }] });
+
+/** Ajv's 'array' coercion unwraps a single-item array into a scalar; more items stay a type error. */
+function scalar(raw: string | string[]): string | undefined {
+  if (typeof raw === 'string') return raw;
+  return raw.length === 1 ? raw[0] : undefined;
+}
+
+/** Ajv's string → integer coercion: `d && d == +d && !(d % 1)`; Infinity is not an integer. */
+function coerceInteger(text: string): number | undefined {
+  if (text === '') return undefined;
+  const n = Number(text);
+  return Number.isFinite(n) && n % 1 === 0 ? n : undefined;
+}
+
+export function integer(opts: { min?: number; max?: number } = {}): Check<number> {
+  return (raw) => {
+    const text = scalar(raw);
+    const n = text === undefined ? undefined : coerceInteger(text);
+    if (n === undefined) return fail('must be integer');
+    if (opts.min !== undefined && n < opts.min) return fail(`must be >= ${opts.min}`);
+    if (opts.max !== undefined && n > opts.max) return fail(`must be <= ${opts.max}`);
+    return ok(n);
+  };
+}
+
+/** Only the literal strings `true` and `false` coerce (v8+; v7 accepted more). */
+export const boolean: Check<boolean> = (raw) => {
+  const text = scalar(raw);
+  if (text === 'true') return ok(true);
+  if (text === 'false') return ok(false);
+  return fail('must be boolean');
+};
+
+export const string: Check<string> = (raw) => {
+  const text = scalar(raw);
+  return text === undefined ? fail('must be string') : ok(text);
+};
+
+export function pattern(source: string): Check<string> {
+  const re = new RegExp(source);
+  return (raw) => {
+    const text = scalar(raw);
+    if (text === undefined) return fail('must be string');
+    return re.test(text) ? ok(text) : fail(`must match pattern "${source}"`);
+  };
+}
+
+export function constant<T extends string>(value: T): Check<T> {
+  return (raw) => (scalar(raw) === value ? ok(value) : fail('must be equal to constant'));
+}
+
+/** Ajv anyOf: the first branch that passes wins; otherwise every branch's error, then the anyOf error. */
+export function anyOf<T>(...branches: Check<T>[]): Check<T> {
+  return (raw) => {
+    const errors: ParamError[] = [];
+    for (const branch of branches) {
+      const result = branch(raw);
+      if (result.ok) return result;
+      errors.push(...result.errors);
+    }
+    errors.push({ subpath: '', message: 'must match a schema in anyOf' });
+    return { ok: false, errors };
+  };
+}
+
+/**
+ * An array parameter. `splitCommas` mirrors the upstream's preValidation hook, which splits
+ * a value on "," only when the key was given once (a repeated key is never split).
+ */
+export function arrayOf<T>(item: Check<T>, opts: { splitCommas: boolean }): Check<T[]> {
+  return (raw) => {
+    const items = typeof raw === 'string' ? (opts.splitCommas ? raw.split(',') : [raw]) : raw;
+    const values: T[] = [];
+    for (const [index, value] of items.entries()) {
+      const result = item(value);
+      if (!result.ok) {
+        return { ok: false, errors: result.errors.map((e) => ({ ...e, subpath: `/${index}${e.subpath}` })) };
+      }
+      values.push(result.value);
+    }
+    return ok(values);
+  };
+}
+
+// Patterns exactly as the upstream declares them (src/api/schemas/v1/params.ts). The
+// address pattern has no end anchor and the contract pattern an unescaped ".": kept as is.
+export const TX_ID_PATTERN = '^(0x)?[a-fA-F0-9]{64}$';
+export const ADDRESS_PATTERN = '^[0123456789ABCDEFGHJKMNPQRSTVWXYZ]{28,41}';
+export const CONTRACT_ID_PATTERN = '^[0123456789ABCDEFGHJKMNPQRSTVWXYZ]{28,41}.[a-zA-Z]([a-zA-Z0-9]|[-_]){0,39}$';
+
+export const txId = pattern(TX_ID_PATTERN);
+export const principal = anyOf(pattern(ADDRESS_PATTERN), pattern(CONTRACT_ID_PATTERN));
+
+export const EVENT_TYPES = [
+  'smart_contract_log',
+  'stx_lock',
+  'stx_asset',
+  'fungible_token_asset',
+  'non_fungible_token_asset',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const eventType: Check<EventType> = anyOf(...EVENT_TYPES.map((t) => constant(t)));
+
+/** `latest`, a 64-hex hash (0x optional) or an integer height (negative passes the schema). */
+export type HeightOrHash = { kind: 'latest' } | { kind: 'hash'; hash: string } | { kind: 'height'; height: number };
+export const heightOrHash: Check<HeightOrHash> = anyOf<HeightOrHash>(
+  (raw) => (constant('latest')(raw).ok ? ok({ kind: 'latest' }) : fail('must be equal to constant')),
+  (raw) => {
+    const result = txId(raw);
+    return result.ok ? ok({ kind: 'hash', hash: result.value }) : result;
+  },
+  (raw) => {
+    const result = integer()(raw);
+    return result.ok ? ok({ kind: 'height', height: result.value }) : result;
+  },
+);

@@ -1,0 +1,277 @@
+/**
+ * The 13 read routes, each as a declarative entry: path, parameters exactly as the upstream
+ * declares them (upstream-contract §4, schema order, which decides which error Ajv reports
+ * first), the handler-level checks, and the policy that classifies its responses.
+ */
+import { badRequest, internalError } from '../errors.js';
+import {
+  arrayOf,
+  boolean,
+  eventType,
+  heightOrHash,
+  integer,
+  principal,
+  string,
+  txId,
+  type EventType,
+  type HeightOrHash,
+} from './param-kinds.js';
+import { hexInputError, invalidPrincipalMessage, isValidPrincipal, parseUntilBlock, untilBlockQueryValue } from './handler-checks.js';
+import type { ParamDecl, RequestFacts, ResolveContext, Resolution, RouteSpec, Values } from './route-spec.js';
+
+// Paging limits of the upstream (src/api/pagination.ts, v8+): default 20 everywhere.
+const DEFAULT_LIMIT = 20;
+const TX_MAX_LIMIT = 50;
+const EVENT_MAX_LIMIT = 100;
+const CONTRACT_MAX_LIMIT = 50;
+
+const limit = (max: number, zeroMeansDefault = true): ParamDecl => ({
+  name: 'limit',
+  check: integer({ min: 0, max }),
+  defaultValue: DEFAULT_LIMIT,
+  zeroMeansDefault,
+});
+const offset: ParamDecl = { name: 'offset', check: integer({ min: 0 }), defaultValue: 0 };
+const eventLimit: ParamDecl = { name: 'event_limit', check: integer({ min: 0, max: EVENT_MAX_LIMIT }), defaultValue: DEFAULT_LIMIT, zeroMeansDefault: true };
+const eventOffset: ParamDecl = { name: 'event_offset', check: integer({ min: 0 }), defaultValue: 0 };
+const unanchored: ParamDecl = { name: 'unanchored', check: boolean, defaultValue: false };
+const excludeFunctionArgs: ParamDecl = { name: 'exclude_function_args', check: boolean, defaultValue: false };
+const untilBlock: ParamDecl = { name: 'until_block', check: string };
+const principalParam = (name: string): ParamDecl => ({ name, check: principal });
+
+/** Path segments are percent-encoded, dots included, so no value can become `..` or a `/`. */
+export function encodeSegment(value: string): string {
+  return encodeURIComponent(value).replace(/\./g, (dot) => (value === '.' || value === '..' ? '%2E' : dot));
+}
+
+/** The path only: the validator appends the canonical query (sorted, defaults dropped). */
+const request = (path: string, facts: RequestFacts = {}): Resolution => ({ kind: 'request', path, facts });
+const reject = (message: string): Resolution => ({ kind: 'error', error: badRequest(message) });
+
+/** Routes 1 and 3: principal check, then until_block (upstream handler order). */
+function resolveBalance(suffix: string) {
+  return (v: Values, { query }: ResolveContext): Resolution => {
+    const p = v.principal as string;
+    if (!isValidPrincipal(p)) return reject(invalidPrincipalMessage(p));
+    const isUnanchored = v.unanchored === true;
+    const until = parseUntilBlock(v.until_block as string | undefined, isUnanchored);
+    if (typeof until === 'string') return reject(until);
+    setOrDelete(query, 'until_block', untilBlockQueryValue(until));
+    return request(`/extended/v1/address/${encodeSegment(p)}/${suffix}`, { unanchored: isUnanchored, untilBlock: until });
+  };
+}
+
+/** Rewrites one canonical query value (where the handler re-parses what the schema let through). */
+function setOrDelete(query: Map<string, string>, name: string, value: string | undefined): void {
+  if (value === undefined) query.delete(name);
+  else query.set(name, value);
+}
+
+const lowerHex = (id: string): string => id.toLowerCase();
+
+export const ROUTES: readonly RouteSpec[] = [
+  {
+    id: 'address_stx_balance',
+    path: '/extended/v1/address/:principal/stx',
+    deprecated: true,
+    policy: 'principal_balance',
+    params: [principalParam('principal')],
+    query: [unanchored, untilBlock],
+    resolve: resolveBalance('stx'),
+  },
+  {
+    id: 'mempool_fees',
+    path: '/extended/v2/mempool/fees',
+    deprecated: false,
+    policy: 'mempool',
+    params: [],
+    query: [],
+    resolve: () => request('/extended/v2/mempool/fees'),
+  },
+  {
+    id: 'address_balances',
+    path: '/extended/v1/address/:principal/balances',
+    deprecated: true,
+    policy: 'principal_balance',
+    params: [principalParam('principal')],
+    query: [unanchored, untilBlock],
+    resolve: resolveBalance('balances'),
+  },
+  // Static /tx/... routes come before /tx/:tx_id, as the upstream's router prefers them.
+  {
+    id: 'tx_multiple',
+    path: '/extended/v1/tx/multiple',
+    deprecated: false,
+    policy: 'tx_multiple',
+    params: [],
+    query: [
+      { name: 'tx_id', check: arrayOf(txId, { splitCommas: true }) },
+      eventLimit,
+      eventOffset,
+      unanchored,
+      excludeFunctionArgs,
+    ],
+    requiredQuery: ['tx_id'],
+    resolve: (v) => {
+      const ids = v.tx_id as string[];
+      for (const id of ids) {
+        const message = hexInputError(id);
+        if (message) return reject(message);
+      }
+      return request('/extended/v1/tx/multiple', { unanchored: v.unanchored === true });
+    },
+  },
+  {
+    id: 'mempool_stats',
+    path: '/extended/v1/tx/mempool/stats',
+    deprecated: false,
+    policy: 'mempool',
+    params: [],
+    query: [],
+    resolve: () => request('/extended/v1/tx/mempool/stats'),
+  },
+  {
+    id: 'tx_events',
+    path: '/extended/v1/tx/events',
+    deprecated: true,
+    policy: 'tx_events',
+    params: [],
+    query: [
+      { name: 'tx_id', check: txId },
+      principalParam('address'),
+      { name: 'type', check: arrayOf(eventType, { splitCommas: true }) },
+      offset,
+      limit(EVENT_MAX_LIMIT),
+    ],
+    resolve: (v, { query }) => {
+      const address = v.address as string | undefined;
+      const rawTx = v.tx_id as string | undefined;
+      if (!address && !rawTx) return reject("can not find 'address' or 'tx_id' in the request");
+      if (address && rawTx) return reject("can't handle both 'address' and 'tx_id' in the same request");
+      if (address && !isValidPrincipal(address)) return reject(invalidPrincipalMessage(address));
+      let eventsOfTx: string | undefined;
+      if (rawTx) {
+        eventsOfTx = lowerHex(rawTx.startsWith('0x') ? rawTx : `0x${rawTx}`);
+        query.set('tx_id', eventsOfTx);
+      }
+      // The upstream filters with SQL IN: order and repeats of `type` do not change the answer.
+      const types = v.type as EventType[] | undefined;
+      if (types) query.set('type', [...new Set(types)].sort().join(','));
+      return request('/extended/v1/tx/events', { eventsOfTx });
+    },
+  },
+  {
+    id: 'tx_by_id',
+    path: '/extended/v1/tx/:tx_id',
+    deprecated: true,
+    policy: 'transaction',
+    params: [{ name: 'tx_id', check: txId }],
+    query: [eventLimit, eventOffset, unanchored, excludeFunctionArgs],
+    resolve: (v, { rawQuery }) => {
+      const id = v.tx_id as string;
+      if (!id.startsWith('0x')) return { kind: 'redirect', location: `/extended/v1/tx/0x${id}${rawQuery ? `?${rawQuery}` : ''}` };
+      return request(`/extended/v1/tx/${lowerHex(id)}`, { unanchored: v.unanchored === true });
+    },
+  },
+  {
+    id: 'block',
+    path: '/extended/v2/blocks/:height_or_hash',
+    deprecated: false,
+    policy: 'block',
+    params: [{ name: 'height_or_hash', check: heightOrHash }],
+    query: [],
+    resolve: (v) => {
+      const h = v.height_or_hash as HeightOrHash;
+      if (h.kind === 'latest') return request('/extended/v2/blocks/latest', { latest: true });
+      if (h.kind === 'height') {
+        // The schema lets negative heights through; the handler then throws a plain Error.
+        if (h.height < 0) return { kind: 'error', error: internalError('Invalid block height or hash') };
+        return request(`/extended/v2/blocks/${h.height}`);
+      }
+      const hash = h.hash.startsWith('0x') ? h.hash : `0x${h.hash}`;
+      return request(`/extended/v2/blocks/${lowerHex(hash)}`);
+    },
+  },
+  {
+    id: 'contract_events',
+    path: '/extended/v1/contract/:contract_id/events',
+    deprecated: true,
+    policy: 'chain_history',
+    params: [{ name: 'contract_id', check: string }],
+    query: [limit(CONTRACT_MAX_LIMIT), offset],
+    resolve: (v) => request(`/extended/v1/contract/${encodeSegment(v.contract_id as string)}/events`),
+  },
+  {
+    id: 'address_transactions',
+    path: '/extended/v1/address/:principal/transactions',
+    deprecated: true,
+    policy: 'address_history',
+    params: [principalParam('principal')],
+    query: [
+      limit(TX_MAX_LIMIT),
+      offset,
+      { name: 'height', check: integer() },
+      unanchored,
+      untilBlock,
+      excludeFunctionArgs,
+    ],
+    resolve: (v, { query }) => {
+      const p = v.principal as string;
+      if (!isValidPrincipal(p)) return reject(invalidPrincipalMessage(p));
+      const isUnanchored = v.unanchored === true;
+      const until = parseUntilBlock(v.until_block as string | undefined, isUnanchored);
+      if (typeof until === 'string') return reject(until);
+      const height = v.height as number | undefined;
+      // height=0 is falsy upstream and ignored; until_block counts only when it parsed to a block.
+      const atHeight = height ? height : undefined;
+      if (atHeight !== undefined && (until.kind === 'height' || until.kind === 'hash')) {
+        return reject("can't handle until_block and block_height in the same request");
+      }
+      setOrDelete(query, 'until_block', untilBlockQueryValue(until));
+      return request(`/extended/v1/address/${encodeSegment(p)}/transactions`, {
+        unanchored: isUnanchored,
+        untilBlock: until,
+        atHeight,
+      });
+    },
+  },
+  {
+    id: 'address_transactions_v2',
+    path: '/extended/v2/addresses/:address/transactions',
+    deprecated: true,
+    policy: 'chain_history',
+    params: [principalParam('address')],
+    // limit=0 really means zero rows on this route.
+    query: [limit(TX_MAX_LIMIT, false), offset, excludeFunctionArgs],
+    undeclaredQuery: ['cursor'],
+    resolve: (v) => request(`/extended/v2/addresses/${encodeSegment(v.address as string)}/transactions`),
+  },
+  {
+    id: 'block_by_burn_height',
+    path: '/extended/v1/block/by_burn_block_height/:burn_block_height',
+    deprecated: true,
+    policy: 'burn_block',
+    params: [{ name: 'burn_block_height', check: integer({ min: 0 }) }],
+    query: [],
+    resolve: (v) => request(`/extended/v1/block/by_burn_block_height/${v.burn_block_height as number}`),
+  },
+  {
+    id: 'tx_with_transfers',
+    path: '/extended/v1/address/:principal/:tx_id/with_transfers',
+    deprecated: true,
+    policy: 'tx_with_transfers',
+    params: [principalParam('principal'), { name: 'tx_id', check: string }],
+    query: [],
+    resolve: (v) => {
+      const p = v.principal as string;
+      if (!isValidPrincipal(p)) return reject(invalidPrincipalMessage(p));
+      const raw = v.tx_id as string;
+      const prefixed = raw.startsWith('0x') ? raw : `0x${raw}`;
+      // Only a well-formed id is case-folded; anything else goes as given (the upstream answers 500).
+      const id = /^0x[0-9a-fA-F]{64}$/.test(prefixed) ? lowerHex(prefixed) : prefixed;
+      return request(`/extended/v1/address/${encodeSegment(p)}/${encodeSegment(id)}/with_transfers`);
+    },
+  },
+];
+
+export const ROUTE_BY_ID = new Map(ROUTES.map((route) => [route.id, route]));

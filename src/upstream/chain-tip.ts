@@ -1,0 +1,184 @@
+/**
+ * Tracks the upstream's chain tip by polling `GET /extended` with If-None-Match (a 304 until
+ * a block arrives), detects reorgs (a new tip that does not extend the old one) and learns
+ * which Stacks height is final (anchored at least `burnConfirmations` burn blocks deep).
+ */
+import type { ChainView, ReorgRecord } from '../cache/policy.js';
+import type { UpstreamClient } from './client.js';
+
+export interface ChainTip {
+  height: number;
+  indexBlockHash: string;
+  burnHeight: number;
+}
+
+export interface ChainTipSettings {
+  pollIntervalMs: number;
+  burnConfirmations: number;
+  /** How many blocks back a reorg's fork point is searched for before assuming the worst. */
+  reorgMaxWalk: number;
+}
+
+export interface ChainTipObserver {
+  onTip?(tip: ChainTip): void;
+  onReorg?(record: ReorgRecord, from: ChainTip, to: ChainTip): void;
+  onError?(error: unknown): void;
+}
+
+// Enough history to find any fork point within reorgMaxWalk and bounded forever.
+const HISTORY_LIMIT = 512;
+const REORG_RECORDS_KEPT = 256;
+
+interface StatusBody {
+  chain_tip?: { block_height?: number; index_block_hash?: string; burn_block_height?: number };
+}
+
+function parseJson<T>(body: Buffer): T | undefined {
+  try {
+    return JSON.parse(body.toString('utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+export class ChainTipTracker {
+  private current: ChainTip | undefined;
+  private etag: string | undefined;
+  private finalStacksHeight: number | undefined;
+  private finalityBurnHeight: number | undefined;
+  private readonly reorgs: ReorgRecord[] = [];
+  /** Index block hash of every tip seen, by height: the reference for fork search. */
+  private readonly seen = new Map<number, string>();
+  private snapshot: ChainView = { reorgs: [] };
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private lastSuccessAt: number | undefined;
+
+  constructor(
+    private readonly upstream: UpstreamClient,
+    private readonly settings: ChainTipSettings,
+    private readonly observer: ChainTipObserver = {},
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get tip(): ChainTip | undefined {
+    return this.current;
+  }
+
+  /** When the upstream last answered the poll (ms), for tip-age metrics and readiness. */
+  get lastPolledAt(): number | undefined {
+    return this.lastSuccessAt;
+  }
+
+  view(): ChainView {
+    return this.snapshot;
+  }
+
+  start(): void {
+    const loop = async (): Promise<void> => {
+      await this.pollOnce();
+      this.timer = setTimeout(() => void loop(), this.settings.pollIntervalMs);
+      this.timer.unref();
+    };
+    void loop();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.polling;
+  }
+
+  /** One poll; concurrent calls share it. Never throws (errors go to the observer). */
+  pollOnce(): Promise<void> {
+    this.polling ??= this.poll()
+      .catch((error: unknown) => this.observer.onError?.(error))
+      .finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  private async poll(): Promise<void> {
+    const headers: Record<string, string> = this.etag ? { 'if-none-match': this.etag } : {};
+    const response = await this.upstream.get({ path: '/extended', route: 'chain_tip', headers });
+    if (response.status === 304) {
+      this.lastSuccessAt = this.now();
+      return;
+    }
+    if (response.status !== 200) throw new Error(`chain tip poll answered ${response.status}`);
+    const tip = parseJson<StatusBody>(response.body)?.chain_tip;
+    if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
+      throw new Error('chain tip poll answered without a chain_tip');
+    }
+    this.lastSuccessAt = this.now();
+    this.etag = response.headers.etag;
+    const next: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
+    if (next.indexBlockHash !== this.current?.indexBlockHash) await this.advanceTo(next);
+    await this.refreshFinality(next.burnHeight);
+    this.publish();
+  }
+
+  private async advanceTo(next: ChainTip): Promise<void> {
+    const previous = this.current;
+    if (previous && !(await this.extends(previous, next))) {
+      const forkHeight = await this.findForkHeight(Math.min(previous.height, next.height));
+      const record = { at: this.now(), forkHeight };
+      this.reorgs.push(record);
+      if (this.reorgs.length > REORG_RECORDS_KEPT) this.reorgs.shift();
+      for (const height of [...this.seen.keys()]) if (height > forkHeight) this.seen.delete(height);
+      // Finality learned on the old branch above the fork cannot be trusted.
+      if (this.finalStacksHeight !== undefined && this.finalStacksHeight > forkHeight) this.finalStacksHeight = forkHeight;
+      this.observer.onReorg?.(record, previous, next);
+    }
+    this.current = next;
+    this.seen.set(next.height, next.indexBlockHash);
+    if (this.seen.size > HISTORY_LIMIT) this.seen.delete(Math.min(...this.seen.keys()));
+    this.observer.onTip?.(next);
+  }
+
+  /** The new tip extends the old one when the old tip is still the canonical block at its height. */
+  private async extends(previous: ChainTip, next: ChainTip): Promise<boolean> {
+    if (next.height <= previous.height) return false;
+    return (await this.canonicalHashAt(previous.height)) === previous.indexBlockHash;
+  }
+
+  private async findForkHeight(start: number): Promise<number> {
+    const lowest = Math.max(0, start - this.settings.reorgMaxWalk);
+    for (let height = start; height > lowest; height--) {
+      const remembered = this.seen.get(height);
+      if (remembered === undefined) continue;
+      if ((await this.canonicalHashAt(height)) === remembered) return height;
+    }
+    return lowest;
+  }
+
+  private async canonicalHashAt(height: number): Promise<string | undefined> {
+    const response = await this.upstream.get({ path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
+    if (response.status !== 200) return undefined;
+    return parseJson<{ index_block_hash?: string }>(response.body)?.index_block_hash;
+  }
+
+  /** The highest Stacks block in the burn block `burnConfirmations` deep is the final watermark. */
+  private async refreshFinality(burnHeight: number): Promise<void> {
+    const target = burnHeight - this.settings.burnConfirmations;
+    if (target < 0 || target === this.finalityBurnHeight) return;
+    const response = await this.upstream.get({ path: `/extended/v1/block/by_burn_block_height/${target}`, route: 'chain_tip' });
+    if (response.status === 200) {
+      const block = parseJson<{ height?: number; canonical?: boolean }>(response.body);
+      if (typeof block?.height === 'number' && block.canonical !== false) this.finalStacksHeight = block.height;
+    }
+    // A burn block without Stacks blocks (404) keeps the previous watermark, which is still final.
+    this.finalityBurnHeight = target;
+  }
+
+  private publish(): void {
+    const tip = this.current;
+    this.snapshot = {
+      tipHash: tip?.indexBlockHash,
+      tipHeight: tip?.height,
+      burnHeight: tip?.burnHeight,
+      finalBurnHeight: tip ? tip.burnHeight - this.settings.burnConfirmations : undefined,
+      finalStacksHeight: this.finalStacksHeight,
+      reorgs: [...this.reorgs],
+    };
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Transport failures toward an upstream. An upstream's HTTP answer, whatever its status,
+ * is data and is returned; only these are thrown.
+ */
+export type UpstreamErrorKind = 'timeout' | 'connect' | 'reset' | '5xx' | 'invalid';
+
+export class UpstreamError extends Error {
+  constructor(
+    readonly kind: UpstreamErrorKind,
+    readonly upstream: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'UpstreamError';
+  }
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const INVALID_CODES = new Set(['UND_ERR_RES_EXCEEDED_MAX_SIZE', 'HPE_INVALID_CONSTANT', 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH']);
+
+/** One table maps an undici/Node error code to the kind of failure. */
+export function classifyTransportError(error: unknown, upstream: string): UpstreamError {
+  if (error instanceof UpstreamError) return error;
+  const code = (error as { code?: string } | undefined)?.code ?? '';
+  const kind: UpstreamErrorKind = TIMEOUT_CODES.has(code)
+    ? 'timeout'
+    : CONNECT_CODES.has(code)
+      ? 'connect'
+      : INVALID_CODES.has(code)
+        ? 'invalid'
+        : 'reset';
+  const message = error instanceof Error ? error.message : String(error);
+  return new UpstreamError(kind, upstream, `${kind} from ${upstream}: ${message}`, { cause: error });
+}
