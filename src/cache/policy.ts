@@ -158,7 +158,8 @@ export function classify(input: ClassifyInput): Classification | undefined {
   return undefined;
 }
 
-export type Verdict = 'fresh' | 'revalidate' | 'refetch';
+/** `purged`: a reorg made the entry suspect; it is refetched like `refetch`, and counted. */
+export type Verdict = 'fresh' | 'revalidate' | 'refetch' | 'purged';
 
 function purgedByReorg(entry: CacheEntry, reorgs: readonly ReorgRecord[]): boolean {
   return reorgs.some(
@@ -172,7 +173,7 @@ function purgedByReorg(entry: CacheEntry, reorgs: readonly ReorgRecord[]): boole
  * within their TTL; after that they are revalidated with If-None-Match when they have an ETag.
  */
 export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: TtlSettings): Verdict {
-  if (purgedByReorg(entry, chain.reorgs)) return 'refetch';
+  if (purgedByReorg(entry, chain.reorgs)) return 'purged';
   if (entry.cls === 'final') return 'fresh';
   const maxAge = entry.cls === 'tip' ? ttl.tipSafetyMs : ttl.mempoolMs;
   const sameTip = chain.tipHash === undefined || entry.tipHash === chain.tipHash;

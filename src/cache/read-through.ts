@@ -29,6 +29,7 @@ export interface ReadObserver {
   onJoin?(route: string): void;
   onRevalidation?(result: 'not_modified' | 'modified'): void;
   onStale?(route: string, reason: string): void;
+  onReorgPurge?(): void;
 }
 
 export interface ReadThroughDeps {
@@ -95,6 +96,7 @@ export class ReadThrough {
     const found = await this.deps.store.get(key);
     const verdict = found ? evaluate(found.entry, this.now(), this.deps.chain(), this.deps.ttl) : undefined;
     if (found && verdict === 'fresh') return { cacheStatus: 'HIT', entry: found.entry };
+    if (verdict === 'purged') this.deps.observer?.onReorgPurge?.();
     return this.flights.run(
       key,
       () => this.fetch(key, route, request, found?.entry, verdict),
@@ -110,6 +112,8 @@ export class ReadThrough {
     verdict: Verdict | undefined,
   ): Promise<ReadResult> {
     const conditional = verdict === 'revalidate' ? held : undefined;
+    // Data a reorg may have changed is never served stale.
+    if (verdict === 'purged') held = undefined;
     const started = this.now();
     let response: UpstreamResponse;
     try {

@@ -1,0 +1,80 @@
+/**
+ * Builds the Express app from its parts. No I/O at import time; main.ts owns start-up.
+ */
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { ROUTES } from './routes/route-table.js';
+import { createReadHandler, type ReadHandlerDeps } from './http/read-handler.js';
+import { requestLog, type RequestRecord } from './http/request-log.js';
+import { sendError } from './http/respond.js';
+import { badUrl, methodNotAllowed } from './errors.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
+import type { Passthrough } from './proxy/passthrough.js';
+
+export interface Readiness {
+  ready: boolean;
+  reason?: string;
+  details?: Record<string, unknown>;
+}
+
+export interface AppDeps extends ReadHandlerDeps {
+  logger: Logger;
+  metrics: Metrics;
+  readiness: () => Readiness;
+  /** Refreshes gauges (store sizes, tip age) right before a scrape. */
+  beforeScrape?: () => Promise<void> | void;
+  passthrough?: Passthrough;
+}
+
+// Methods the read routes do not serve; OPTIONS goes on to the upstream (CORS preflight).
+const REFUSED_METHODS = ['post', 'put', 'patch', 'delete'] as const;
+
+export function createApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag'); // bodies carry their own ETag, computed once at store time
+  app.set('case sensitive routing', true); // the upstream's router is case-sensitive
+  app.set('query parser', false); // validation parses the raw query exactly as the upstream does
+
+  app.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/ready', (_req, res) => {
+    const readiness = deps.readiness();
+    res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not_ready', ...readiness });
+  });
+  app.get('/metrics', async (_req, res) => {
+    await deps.beforeScrape?.();
+    res.setHeader('content-type', deps.metrics.registry.contentType);
+    res.end(await deps.metrics.registry.metrics());
+  });
+
+  app.use(requestLog(deps.logger, deps.metrics));
+  for (const route of ROUTES) {
+    app.get(route.path, createReadHandler(route, deps));
+    for (const method of REFUSED_METHODS) {
+      app[method](route.path, (req: Request, res: Response) => {
+        (res.locals as RequestRecord).route = route.id;
+        res.setHeader('allow', 'GET, HEAD');
+        sendError(res, methodNotAllowed(req.method, req.path), 'NONE');
+      });
+    }
+  }
+
+  if (deps.passthrough) {
+    const passthrough = deps.passthrough;
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      (res.locals as RequestRecord).cache = 'BYPASS';
+      void passthrough(req, res, next);
+    });
+  }
+
+  app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    const status = (err as { status?: number }).status;
+    if (status === 400) return void sendError(res, badUrl(req.path), 'NONE');
+    deps.logger.error({ err }, 'unhandled error');
+    sendError(res, { status: 500, body: JSON.stringify({ statusCode: 500, error: 'Internal Server Error', message: 'proxy error' }) }, 'NONE');
+  });
+  return app;
+}

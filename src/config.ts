@@ -1,0 +1,181 @@
+/**
+ * All settings in one zod schema. Defaults live in config/default.json; a JSON file named
+ * by CONFIG_FILE is merged over them; the documented environment variables win last.
+ * A bad setting stops start-up with a message that names it.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { projectRoot } from './paths.js';
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+export const ConfigSchema = z
+  .object({
+    server: z
+      .object({
+        port: z.number().int().min(0).max(65535).describe('TCP port to listen on (PORT); 0 picks a free one'),
+        host: z.string().min(1).describe('Address to bind (HOST)'),
+        requestTimeoutMs: positiveInt.describe('Longest a client request may take before Node closes it'),
+      })
+      .strict(),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).describe('pino log level (LOG_LEVEL)'),
+    upstream: z
+      .object({
+        urls: z.array(httpUrl).min(1).describe('Upstream API base URLs, tried in order (UPSTREAM_URLS)'),
+        connectTimeoutMs: positiveInt,
+        headersTimeoutMs: positiveInt,
+        bodyTimeoutMs: positiveInt,
+        maxBodyBytes: positiveInt.describe('Larger upstream bodies are refused and not cached'),
+        connectionsPerUpstream: positiveInt,
+        failureThreshold: positiveInt.describe('Consecutive transport failures before an upstream cools down'),
+        cooldownMs: positiveInt.describe('How long a failing upstream is tried last'),
+      })
+      .strict(),
+    redis: z
+      .object({
+        url: z
+          .string()
+          .regex(/^(rediss?|redis\+sentinel|redis\+cluster):\/\//, 'must start with redis://, rediss://, redis+sentinel:// or redis+cluster://')
+          .nullable()
+          .describe('Shared cache tier (REDIS_URL); null uses memory only'),
+        commandTimeoutMs: positiveInt.describe('A Redis command slower than this counts as a miss'),
+      })
+      .strict(),
+    cache: z
+      .object({
+        keyPrefix: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only'),
+        memory: z
+          .object({
+            maxBytes: positiveInt.describe('Memory tier size without Redis'),
+            maxBytesWithRedis: positiveInt.describe('Memory tier size in front of Redis'),
+            maxEntryBytes: positiveInt.describe('Larger answers skip the memory tier'),
+          })
+          .strict(),
+        ttl: z
+          .object({
+            tipSafetyMs: positiveInt.describe('Longest a tip entry is served without revalidation, even if no block comes'),
+            mempoolMs: positiveInt.describe('How long a mempool entry is fresh'),
+            retainExpiredMs: nonNegativeInt.describe('How long expired entries are kept for revalidation and stale-if-error'),
+          })
+          .strict(),
+        staleIfErrorMs: nonNegativeInt.describe('How long past expiry an entry may be served when every upstream fails'),
+      })
+      .strict(),
+    finality: z.object({ burnConfirmations: nonNegativeInt.describe('Burn blocks on top before data is final') }).strict(),
+    chainTip: z
+      .object({
+        pollIntervalMs: positiveInt.describe('How often GET /extended is polled'),
+        reorgMaxWalk: positiveInt.describe('How far back a reorg fork point is searched'),
+      })
+      .strict(),
+    passthrough: z
+      .object({
+        enabled: z.boolean().describe('Forward every other path to the upstream'),
+        websockets: z.boolean().describe('Forward WebSocket upgrades (/extended/v1/ws, /socket.io/)'),
+      })
+      .strict(),
+  })
+  .strict();
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const DEFAULT_CONFIG_PATH = join(projectRoot(), 'config', 'default.json');
+
+type Json = Record<string, unknown>;
+
+const isPlainObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** Objects merge key by key; arrays and scalars replace. */
+export function deepMerge(base: Json, override: Json): Json {
+  const merged: Json = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    const current = merged[key];
+    merged[key] = isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : value;
+  }
+  return merged;
+}
+
+function readJson(path: string, readFile: (path: string) => string): Json {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+  }
+  try {
+    const value: unknown = JSON.parse(text);
+    if (!isPlainObject(value)) throw new Error('top level must be an object');
+    return value;
+  } catch (error) {
+    throw new ConfigError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** The documented environment variables, as a partial config. */
+function fromEnv(env: Record<string, string | undefined>): Json {
+  const server: Json = {};
+  const out: Json = {};
+  if (env.PORT !== undefined) {
+    const port = Number(env.PORT);
+    if (env.PORT.trim() === '' || !Number.isInteger(port)) throw new ConfigError(`PORT must be an integer, got "${env.PORT}"`);
+    server.port = port;
+  }
+  if (env.HOST !== undefined) server.host = env.HOST;
+  if (Object.keys(server).length > 0) out.server = server;
+  if (env.UPSTREAM_URLS !== undefined) {
+    out.upstream = { urls: env.UPSTREAM_URLS.split(',').map((u) => u.trim()).filter((u) => u.length > 0) };
+  }
+  if (env.REDIS_URL !== undefined) out.redis = { url: env.REDIS_URL.trim() === '' ? null : env.REDIS_URL.trim() };
+  if (env.LOG_LEVEL !== undefined) out.logLevel = env.LOG_LEVEL;
+  return out;
+}
+
+const ENV_NAMES: Record<string, string> = {
+  'server.port': 'PORT',
+  'server.host': 'HOST',
+  'upstream.urls': 'UPSTREAM_URLS',
+  'redis.url': 'REDIS_URL',
+  logLevel: 'LOG_LEVEL',
+};
+
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): Config {
+  let merged = readJson(DEFAULT_CONFIG_PATH, readFile);
+  if (env.CONFIG_FILE) merged = deepMerge(merged, readJson(env.CONFIG_FILE, readFile));
+  merged = deepMerge(merged, fromEnv(env));
+  const result = ConfigSchema.safeParse(merged);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const path = issue.path.map(String).join('.').replace(/\.(\d+)$/, '[$1]');
+    const envName = ENV_NAMES[path.replace(/\[\d+\]$/, '')];
+    return `${path || '(root)'}${envName ? ` (${envName})` : ''}: ${issue.message}`;
+  });
+  throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+}
+
+/** The settings worth logging at start-up, with credentials removed. */
+export function redactedConfig(config: Config): Config {
+  const strip = (url: string): string => {
+    try {
+      const parsed = new URL(url);
+      if (parsed.password) parsed.password = '***';
+      return parsed.toString();
+    } catch {
+      return url;
+    }
+  };
+  return {
+    ...config,
+    upstream: { ...config.upstream, urls: config.upstream.urls.map(strip) },
+    redis: { ...config.redis, url: config.redis.url === null ? null : strip(config.redis.url) },
+  };
+}

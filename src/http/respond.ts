@@ -1,0 +1,98 @@
+/**
+ * Writes answers. A cached entry's headers are built once per entry and reused, so a hit
+ * only adds X-Cache and Age before writing the stored bytes.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorReply } from '../errors.js';
+import type { CacheEntry } from '../cache/entry.js';
+import { cacheControlFor } from '../cache/policy.js';
+import type { CacheStatus, ReadResult } from '../cache/read-through.js';
+
+// The upstream allows any origin (@fastify/cors defaults); browsers must also be able to read ours.
+const CORS = ['access-control-allow-origin', '*', 'access-control-expose-headers', 'X-API-Version, X-Cache, X-Cache-Class, Age, ETag'];
+const JSON_TYPE = 'application/json; charset=utf-8';
+const STALE_WARNING = '110 - "Response is Stale"';
+
+const prebuilt = new WeakMap<CacheEntry, string[]>();
+
+function storedHeaders(entry: CacheEntry): string[] {
+  let headers = prebuilt.get(entry);
+  if (!headers) {
+    headers = [
+      'content-type', entry.headers['content-type'] ?? JSON_TYPE,
+      'content-length', String(entry.body.length),
+      'etag', entry.etag,
+      'cache-control', cacheControlFor(entry.cls),
+      'x-cache-class', entry.cls,
+      ...CORS,
+    ];
+    for (const name of ['warning', 'x-api-version']) {
+      const value = entry.headers[name];
+      if (value !== undefined) headers.push(name, value);
+    }
+    prebuilt.set(entry, headers);
+  }
+  return headers;
+}
+
+const ageOf = (entry: CacheEntry, now: number): string => String(Math.max(0, Math.floor((now - entry.validatedAt) / 1000)));
+
+/** If-None-Match as the upstream reads it: a comma list, W/ and quotes ignored, `*` not special. */
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (!header || !etag) return false;
+  const wanted = etag.replace(/^W\//, '').replace(/"/g, '');
+  return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '').replace(/"/g, '') === wanted);
+}
+
+/** Cache hit: the shortest path there is. */
+export function sendHit(res: ServerResponse, entry: CacheEntry, now: number): void {
+  res.writeHead(entry.status, [...storedHeaders(entry), 'x-cache', 'HIT', 'age', ageOf(entry, now)]);
+  res.end(entry.body);
+}
+
+export function sendResult(req: IncomingMessage, res: ServerResponse, result: ReadResult, now: number): number {
+  const { entry, cacheStatus } = result;
+  if (cacheStatus === 'BYPASS') return sendBypass(res, entry);
+  const extra = ['x-cache', cacheStatus, 'age', ageOf(entry, now)];
+  if (cacheStatus === 'STALE') extra.push('warning', STALE_WARNING);
+  if (matchesIfNoneMatch(req.headers['if-none-match'], entry.etag)) {
+    res.writeHead(304, [
+      'etag', entry.etag,
+      'cache-control', cacheControlFor(entry.cls),
+      'x-cache-class', entry.cls,
+      ...CORS,
+      ...extra,
+    ]);
+    res.end();
+    return 304;
+  }
+  res.writeHead(entry.status, [...storedHeaders(entry), ...extra]);
+  res.end(entry.body);
+  return entry.status;
+}
+
+/** Not stored: the upstream's status, body and own cache headers, as it sent them. */
+function sendBypass(res: ServerResponse, entry: CacheEntry): number {
+  const headers = ['content-length', String(entry.body.length), 'x-cache', 'BYPASS', ...CORS];
+  for (const [name, value] of Object.entries(entry.headers)) headers.push(name, value);
+  if (entry.etag) headers.push('etag', entry.etag);
+  res.writeHead(entry.status, headers);
+  res.end(entry.body);
+  return entry.status;
+}
+
+/** An answer the proxy gives itself (validation errors): upstream shape, never cached. */
+export function sendError(res: ServerResponse, error: ErrorReply, status: CacheStatus | 'NONE' = 'BYPASS'): number {
+  const body = Buffer.from(error.body, 'utf8');
+  const headers = ['content-type', JSON_TYPE, 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS];
+  if (status !== 'NONE') headers.push('x-cache', status);
+  res.writeHead(error.status, headers);
+  res.end(body);
+  return error.status;
+}
+
+export function sendRedirect(res: ServerResponse, location: string): number {
+  res.writeHead(302, ['location', location, 'content-length', '0', 'x-cache', 'BYPASS', ...CORS]);
+  res.end();
+  return 302;
+}
