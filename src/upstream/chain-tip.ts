@@ -53,6 +53,7 @@ export class ChainTipTracker {
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private lastSuccessAt: number | undefined;
+  private stopped = false;
 
   constructor(
     private readonly upstream: UpstreamClient,
@@ -74,16 +75,18 @@ export class ChainTipTracker {
     return this.snapshot;
   }
 
+  /** Polls every `pollIntervalMs` from now on (the caller usually awaited a first pollOnce). */
   start(): void {
-    const loop = async (): Promise<void> => {
-      await this.pollOnce();
-      this.timer = setTimeout(() => void loop(), this.settings.pollIntervalMs);
+    const schedule = (): void => {
+      if (this.stopped) return;
+      this.timer = setTimeout(() => void this.pollOnce().then(schedule), this.settings.pollIntervalMs);
       this.timer.unref();
     };
-    void loop();
+    schedule();
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.polling;

@@ -1,0 +1,212 @@
+/**
+ * Freshness classes over time: a new block, a reorg, a pending tx being mined, the mempool
+ * TTL and its If-None-Match revalidation, tx/multiple composition, single-flight, and input
+ * the proxy rejects before any upstream request.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
+import { loadRecordings } from '../support/fixtures.js';
+import { fetchRaw, getLiteralPath, pathOf } from '../support/http.js';
+import type { ProxyServer } from '../../src/proxy-server.js';
+import { ROUTES } from '../../src/routes/route-table.js';
+
+const P = RECORDED.principal;
+const TX = RECORDED.confirmedTxId;
+
+let upstream: FakeUpstream;
+let proxy: ProxyServer | undefined;
+
+beforeEach(async () => {
+  upstream = await startFakeUpstream();
+});
+afterEach(async () => {
+  await proxy?.close();
+  proxy = undefined;
+  await upstream.close();
+});
+
+const start = async (overrides: Record<string, unknown> = {}, now?: () => number) => {
+  proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides, now });
+  return proxy;
+};
+
+describe('chain tip', () => {
+  it('refetches tip entries after a new block, and keeps serving final entries from cache', async () => {
+    const p = await start();
+    const tipPath = `/extended/v1/address/${P}/transactions`;
+    const finalPath = '/extended/v2/blocks/1';
+    await fetchRaw(p.url + tipPath);
+    await fetchRaw(p.url + finalPath);
+    expect((await fetchRaw(p.url + tipPath)).headers.get('x-cache')).toBe('HIT');
+
+    upstream.advanceTip();
+    await p.tracker.pollOnce();
+    upstream.resetCounts();
+
+    const after = await fetchRaw(p.url + tipPath);
+    expect(after.headers.get('x-cache')).not.toBe('HIT');
+    expect(upstream.count(tipPath)).toBe(1);
+    expect(after.body.equals((await fetchRaw(upstream.url + tipPath)).body)).toBe(true);
+    expect((await fetchRaw(p.url + finalPath)).headers.get('x-cache')).toBe('HIT');
+    expect(await metricValue(p, 'stacks_proxy_chain_tip_height')).toBe(RECORDED.tipHeight + 1);
+  });
+
+  it('serves blocks/latest for the new tip after one poll', async () => {
+    const p = await start();
+    const before = JSON.parse((await fetchRaw(`${p.url}/extended/v2/blocks/latest`)).body.toString()) as { height: number };
+    upstream.advanceTip(2);
+    await p.tracker.pollOnce();
+    const after = JSON.parse((await fetchRaw(`${p.url}/extended/v2/blocks/latest`)).body.toString()) as { height: number };
+    expect(after.height).toBe(before.height + 2);
+  });
+
+  it('purges tip entries and final entries above the fork point on a reorg, keeps deeper final ones', async () => {
+    // With no confirmations required every block is final: the reorg must still purge recent ones.
+    const p = await start({ finality: { burnConfirmations: 0 } });
+    const recent = `/extended/v2/blocks/${RECORDED.tipHeight - 1}`;
+    const deep = '/extended/v2/blocks/1';
+    const tipRoute = `/extended/v1/contract/${RECORDED.contractId}/events`;
+    for (const path of [recent, deep, tipRoute]) await fetchRaw(p.url + path);
+    expect((await fetchRaw(p.url + recent)).headers.get('x-cache-class')).toBe('final');
+
+    upstream.reorg(3);
+    await p.tracker.pollOnce();
+    upstream.resetCounts();
+
+    const recentAfter = await fetchRaw(p.url + recent);
+    expect(recentAfter.headers.get('x-cache')).toBe('MISS');
+    expect(recentAfter.body.equals((await fetchRaw(upstream.url + recent)).body)).toBe(true);
+    expect((await fetchRaw(p.url + tipRoute)).headers.get('x-cache')).toBe('MISS');
+    expect((await fetchRaw(p.url + deep)).headers.get('x-cache')).toBe('HIT');
+    expect(await metricValue(p, 'stacks_proxy_reorgs_total')).toBe(1);
+    expect(await metricValue(p, 'stacks_proxy_reorg_purged_entries_total')).toBeGreaterThanOrEqual(2);
+  });
+
+  it('serves a pending tx as confirmed right after the poll that sees its block', async () => {
+    const p = await start();
+    const id = upstream.addPendingTx();
+    const path = `/extended/v1/tx/${id}`;
+    const pending = await fetchRaw(p.url + path);
+    expect(JSON.parse(pending.body.toString()).tx_status).toBe('pending');
+    expect(pending.headers.get('x-cache-class')).toBe('mempool');
+    expect((await fetchRaw(p.url + path)).headers.get('x-cache')).toBe('HIT');
+
+    upstream.confirmTx(id);
+    await p.tracker.pollOnce();
+    const confirmed = await fetchRaw(p.url + path);
+    expect(JSON.parse(confirmed.body.toString()).tx_status).toBe('success');
+    expect(confirmed.headers.get('x-cache-class')).toBe('tip');
+  });
+});
+
+describe('mempool class', () => {
+  it('revalidates an expired entry with If-None-Match: a 304 refreshes it without a body', async () => {
+    let clock = Date.now();
+    const p = await start({}, () => clock);
+    const path = '/extended/v2/mempool/fees';
+    const first = await fetchRaw(p.url + path);
+    expect((await fetchRaw(p.url + path)).headers.get('x-cache')).toBe('HIT');
+
+    clock += 2_500; // past the 2 s mempool TTL
+    upstream.resetCounts();
+    const revalidated = await fetchRaw(p.url + path);
+    expect(revalidated.headers.get('x-cache')).toBe('REVALIDATED');
+    expect(revalidated.body.equals(first.body)).toBe(true);
+    expect(upstream.count(path)).toBe(1);
+    const sent = upstream.requests.find((r) => r.path === path);
+    expect(sent?.headers['if-none-match']).toBe(first.headers.get('etag'));
+    expect(await metricValue(p, 'stacks_proxy_revalidations_total', { result: 'not_modified' })).toBe(1);
+
+    upstream.setMempoolChanged();
+    clock += 2_500;
+    const changed = await fetchRaw(p.url + path);
+    expect(changed.headers.get('x-cache')).toBe('MISS');
+    expect(changed.headers.get('etag')).not.toBe(first.headers.get('etag'));
+  });
+});
+
+describe('tx/multiple', () => {
+  it('asks the upstream only for the ids it does not hold, and answers the upstream bytes', async () => {
+    const p = await start();
+    const pending = RECORDED.pendingTxId;
+    const missing = RECORDED.unknownTxId;
+    await fetchRaw(`${p.url}/extended/v1/tx/multiple?tx_id=${TX}`);
+    upstream.resetCounts();
+
+    const path = `/extended/v1/tx/multiple?tx_id=${missing},${TX},${pending}`;
+    const composed = await fetchRaw(p.url + path);
+    const sent = upstream.requests.filter((r) => r.path === '/extended/v1/tx/multiple');
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.url).not.toContain(TX);
+    expect(sent[0]?.url).toContain(pending);
+    expect(composed.body.toString()).toBe((await fetchRaw(upstream.url + path)).body.toString());
+    expect(composed.headers.get('x-cache-class')).toBe('mempool');
+
+    upstream.resetCounts();
+    const again = await fetchRaw(`${p.url}/extended/v1/tx/multiple?tx_id=${pending}&tx_id=${TX}&tx_id=${missing}`);
+    expect(again.headers.get('x-cache')).toBe('HIT');
+    expect(upstream.count()).toBe(0);
+  });
+});
+
+describe('single-flight', () => {
+  it('sends one upstream request for many concurrent identical misses', async () => {
+    const p = await start();
+    const path = '/extended/v2/blocks/7';
+    upstream.setDelay(200, /blocks\/7/);
+    const responses = await Promise.all(Array.from({ length: 50 }, () => fetchRaw(p.url + path)));
+    expect(new Set(responses.map((r) => r.status))).toEqual(new Set([200]));
+    expect(upstream.count(path)).toBe(1);
+    expect(await metricValue(p, 'stacks_proxy_singleflight_joined_total', { route: 'block' })).toBe(49);
+  });
+});
+
+describe('input the upstream would reject', () => {
+  const routePatterns = ROUTES.map((r) => new RegExp(`^${r.path.replace(/:[a-z_]+/g, '[^/]+')}/?$`));
+  const rejected = loadRecordings().filter(
+    (r) => r.status === 400 && routePatterns.some((re) => re.test(pathOf(r.path))),
+  );
+
+  it(`answers all ${rejected.length} recorded 400s itself, byte for byte, with no upstream request`, async () => {
+    const p = await start();
+    upstream.resetCounts();
+    for (const recording of rejected) {
+      const response = await fetchRaw(p.url + recording.path);
+      expect(response.status, recording.path).toBe(400);
+      expect(response.body.toString(), recording.path).toBe(recording.body);
+    }
+    expect(upstream.count()).toBe(0);
+  });
+
+  it('redirects a tx id without 0x like the upstream, keeping the query', async () => {
+    const p = await start();
+    upstream.resetCounts();
+    const bare = TX.slice(2);
+    const response = await fetchRaw(`${p.url}/extended/v1/tx/${bare}?event_limit=5`);
+    expect(response.status).toBe(302);
+    expect(response.headers.get('location')).toBe(`/extended/v1/tx/${TX}?event_limit=5`);
+    expect(upstream.count()).toBe(0);
+  });
+
+  it('never turns a path parameter into another upstream path', async () => {
+    const p = await start();
+    upstream.resetCounts();
+    const tricky = ['..', '..%2F..%2Fv2%2Finfo', 'a%3Fb%23c', '%E2%80%AE%F0%9F%98%80'];
+    for (const segment of tricky) {
+      await getLiteralPath(p.url, `/extended/v1/contract/${segment}/events`);
+    }
+    const paths = upstream.requests.map((r) => r.path);
+    expect(paths).toHaveLength(tricky.length);
+    for (const path of paths) expect(path).toMatch(/^\/extended\/v1\/contract\/[^/]+\/events$/);
+    expect(paths).not.toContain('/extended/v1/contract/../events');
+  });
+
+  it('answers other methods on a read route with 405', async () => {
+    const p = await start();
+    const response = await fetchRaw(`${p.url}/extended/v2/mempool/fees`, { method: 'POST', body: '{}' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET, HEAD');
+    expect(JSON.parse(response.body.toString())).toMatchObject({ statusCode: 405, error: 'Method Not Allowed' });
+  });
+});
