@@ -1,0 +1,93 @@
+/**
+ * Everything outside the 13 routes reaches the upstream unchanged and uncached: other
+ * /extended routes, /v2 node RPC (also POST), unknown paths, and WebSockets.
+ */
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { startTestProxy } from '../support/proxy-harness.js';
+import { fetchRaw } from '../support/http.js';
+import type { ProxyServer } from '../../src/proxy-server.js';
+
+let upstream: FakeUpstream;
+let proxy: ProxyServer;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+});
+afterAll(async () => {
+  await proxy.close();
+  await upstream.close();
+});
+
+describe('passthrough', () => {
+  it('forwards an uncached route every time, with the upstream status and body', async () => {
+    upstream.resetCounts();
+    const direct = await fetchRaw(`${upstream.url}/v2/info`);
+    for (let i = 0; i < 3; i++) {
+      const response = await fetchRaw(`${proxy.url}/v2/info`);
+      expect(response.status).toBe(200);
+      expect(response.body.equals(direct.body)).toBe(true);
+      expect(response.headers.get('x-cache')).toBe('BYPASS');
+    }
+    expect(upstream.count('/v2/info')).toBe(4);
+  });
+
+  it('forwards unknown routes, so the upstream gives its own 404', async () => {
+    const direct = await fetchRaw(`${upstream.url}/extended/v1/no-such-route`);
+    const response = await fetchRaw(`${proxy.url}/extended/v1/no-such-route`);
+    expect(response.status).toBe(404);
+    expect(response.body.equals(direct.body)).toBe(true);
+  });
+
+  it('forwards POST /v2/transactions with its body', async () => {
+    const payload = Buffer.from('0123456789abcdef'.repeat(64), 'hex');
+    const response = await fetchRaw(`${proxy.url}/v2/transactions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: payload,
+    });
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.body.toString())).toBe(`0x${createHash('sha256').update(payload).digest('hex')}`);
+    const sent = upstream.requests.filter((r) => r.method === 'POST' && r.path === '/v2/transactions');
+    expect(sent).toHaveLength(1);
+  });
+
+  it('forwards WebSocket upgrades on /extended/v1/ws both ways', async () => {
+    const wsUrl = `${proxy.url.replace('http', 'ws')}/extended/v1/ws`;
+    const socket = new WebSocket(wsUrl);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    const reply = new Promise<string>((resolve) => socket.once('message', (data) => resolve(data.toString())));
+    socket.send('{"jsonrpc":"2.0","method":"subscribe","params":{"event":"block"}}');
+    expect(await reply).toBe('echo:{"jsonrpc":"2.0","method":"subscribe","params":{"event":"block"}}');
+    socket.close();
+    expect(upstream.requests.some((r) => r.method === 'UPGRADE' && r.path === '/extended/v1/ws')).toBe(true);
+  });
+
+  it('forwards WebSocket upgrades on /socket.io/', async () => {
+    const socket = new WebSocket(`${proxy.url.replace('http', 'ws')}/socket.io/?EIO=4&transport=websocket`);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    const reply = new Promise<string>((resolve) => socket.once('message', (data) => resolve(data.toString())));
+    socket.send('40');
+    expect(await reply).toBe('echo:40');
+    socket.close();
+  });
+
+  it('answers 502 in the upstream error shape when the upstream is down', async () => {
+    const down = await startFakeUpstream();
+    const orphan = await startTestProxy({ upstreamUrls: [down.url] });
+    await down.close();
+    const response = await fetchRaw(`${orphan.url}/v2/info`);
+    expect(response.status).toBe(502);
+    expect(JSON.parse(response.body.toString())).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
+    await orphan.close();
+  });
+});
