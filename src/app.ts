@@ -67,6 +67,12 @@ export function createApp(deps: AppDeps): express.Express {
       (res.locals as RequestRecord).cache = 'BYPASS';
       void passthrough(req, res, next);
     });
+  } else {
+    // The upstream's own unknown-route answer (Fastify's shape and key order).
+    app.use((req: Request, res: Response) => {
+      const body = JSON.stringify({ message: `Route ${req.method}:${req.originalUrl} not found`, error: 'Not Found', statusCode: 404 });
+      sendError(res, { status: 404, body }, 'NONE');
+    });
   }
 
   app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
