@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { projectRoot } from './paths.js';
+import { parseRedisUrl, redactRedisUrl } from './cache/redis-url.js';
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
@@ -38,7 +39,7 @@ export const ConfigSchema = z
       .object({
         url: z
           .string()
-          .regex(/^(rediss?|redis\+sentinel|redis\+cluster):\/\//, 'must start with redis://, rediss://, redis+sentinel:// or redis+cluster://')
+          .refine((url) => parseRedisUrl(url) !== undefined, 'must be redis://, rediss://, redis+sentinel://h1:p1,h2:p2/name or redis+cluster://h1:p1,h2:p2')
           .nullable()
           .describe('Shared cache tier (REDIS_URL); null uses memory only'),
         commandTimeoutMs: positiveInt.describe('A Redis command slower than this counts as a miss'),
@@ -176,6 +177,6 @@ export function redactedConfig(config: Config): Config {
   return {
     ...config,
     upstream: { ...config.upstream, urls: config.upstream.urls.map(strip) },
-    redis: { ...config.redis, url: config.redis.url === null ? null : strip(config.redis.url) },
+    redis: { ...config.redis, url: config.redis.url === null ? null : redactRedisUrl(config.redis.url) },
   };
 }

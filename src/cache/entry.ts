@@ -26,8 +26,8 @@ export interface CacheEntry {
 }
 
 const MAGIC = 0x53; // 'S'
-const FORMAT_VERSION = 1;
-const HEADER_BYTES = 6; // magic, version, uint32 meta length
+const FORMAT_VERSION = 2;
+const HEADER_BYTES = 10; // magic, version, uint32 meta length, uint32 body length
 
 type EntryMeta = Omit<CacheEntry, 'body'>;
 
@@ -38,6 +38,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
   head.writeUInt8(MAGIC, 0);
   head.writeUInt8(FORMAT_VERSION, 1);
   head.writeUInt32BE(metaBytes.length, 2);
+  head.writeUInt32BE(body.length, 6);
   return Buffer.concat([head, metaBytes, body]);
 }
 
@@ -45,7 +46,8 @@ export function encodeEntry(entry: CacheEntry): Buffer {
 export function decodeEntry(bytes: Buffer): CacheEntry | undefined {
   if (bytes.length < HEADER_BYTES || bytes.readUInt8(0) !== MAGIC || bytes.readUInt8(1) !== FORMAT_VERSION) return undefined;
   const metaLength = bytes.readUInt32BE(2);
-  if (HEADER_BYTES + metaLength > bytes.length) return undefined;
+  // Both lengths are stored, so a cut-short value is refused rather than served truncated.
+  if (HEADER_BYTES + metaLength + bytes.readUInt32BE(6) !== bytes.length) return undefined;
   try {
     const meta = JSON.parse(bytes.subarray(HEADER_BYTES, HEADER_BYTES + metaLength).toString('utf8')) as EntryMeta;
     if (typeof meta.status !== 'number' || typeof meta.etag !== 'string' || typeof meta.validatedAt !== 'number') return undefined;

@@ -5,6 +5,7 @@
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { decodeEntry, encodeEntry, type CacheEntry } from './entry.js';
+import { parseRedisUrl } from './redis-url.js';
 import type { CacheStore, StoreObserver } from './store.js';
 
 export interface RedisStoreOptions {
@@ -30,18 +31,14 @@ export function createRedisClient(url: string, commandTimeoutMs: number): Client
     // Keep trying forever, at most once a second: Redis coming back must be picked up.
     retryStrategy: (times) => Math.min(times * 100, 1000),
   };
-  const parsed = new URL(url);
-  const auth = { username: decodeURIComponent(parsed.username) || undefined, password: decodeURIComponent(parsed.password) || undefined };
-  const hosts = parsed.host.split(',').map((hostPort) => {
-    const [host = '127.0.0.1', port = '6379'] = hostPort.split(':');
-    return { host, port: Number(port) };
-  });
-  if (parsed.protocol === 'redis+sentinel:') {
-    const name = parsed.pathname.replace(/^\//, '') || 'mymaster';
-    return new Redis({ ...common, ...auth, sentinels: hosts, name });
+  const parsed = parseRedisUrl(url);
+  if (!parsed) throw new Error('invalid Redis URL');
+  const auth = { username: parsed.username, password: parsed.password };
+  if (parsed.mode === 'sentinel') {
+    return new Redis({ ...common, ...auth, sentinels: parsed.hosts, name: parsed.path || 'mymaster' });
   }
-  if (parsed.protocol === 'redis+cluster:') {
-    return new Cluster(hosts, { redisOptions: { ...common, ...auth }, enableOfflineQueue: false });
+  if (parsed.mode === 'cluster') {
+    return new Cluster(parsed.hosts, { redisOptions: { ...common, ...auth }, enableOfflineQueue: false });
   }
   return new Redis(url, common);
 }

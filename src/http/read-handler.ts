@@ -28,12 +28,14 @@ function upstreamFailure(error: unknown) {
   return badGateway('The upstream API is unavailable');
 }
 
-export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps) {
+export type ReadHandler = (req: Request, res: Response, next: NextFunction, params: Record<string, string>) => void;
+
+export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): ReadHandler {
   const now = deps.now ?? Date.now;
-  return (req: Request, res: Response, next: NextFunction): void => {
+  return (req, res, next, params) => {
     const record = res.locals as RequestRecord;
     record.route = route.id;
-    const outcome = validateRequest(route, req.params as Record<string, string>, rawQueryOf(req.url));
+    const outcome = validateRequest(route, params, rawQueryOf(req.url));
     if (outcome.kind === 'error') {
       record.cache = 'BYPASS';
       record.status = sendError(res, outcome.error);

@@ -39,10 +39,15 @@ const excludeFunctionArgs: ParamDecl = { name: 'exclude_function_args', check: b
 const untilBlock: ParamDecl = { name: 'until_block', check: string };
 const principalParam = (name: string): ParamDecl => ({ name, check: principal });
 
-/** Path segments are percent-encoded, dots included, so no value can become `..` or a `/`. */
-export function encodeSegment(value: string): string {
-  return encodeURIComponent(value).replace(/\./g, (dot) => (value === '.' || value === '..' ? '%2E' : dot));
-}
+/** Path segments are percent-encoded, so no value can add a `/`, `?` or `#` to the upstream path. */
+export const encodeSegment = (value: string): string => encodeURIComponent(value);
+
+/**
+ * `.` and `..` as a whole parameter would be resolved away by any URL normaliser between
+ * here and the upstream (also when percent-encoded), turning the request into another path.
+ */
+const DOT_SEGMENT = /^\.{1,2}$/;
+const dotSegmentError = (name: string): Resolution => reject(`params/${name} must not be "." or ".."`);
 
 /** The path only: the validator appends the canonical query (sorted, defaults dropped). */
 const request = (path: string, facts: RequestFacts = {}): Resolution => ({ kind: 'request', path, facts });
@@ -199,7 +204,11 @@ export const ROUTES: readonly RouteSpec[] = [
     policy: 'chain_history',
     params: [{ name: 'contract_id', check: string }],
     query: [limit(CONTRACT_MAX_LIMIT), offset],
-    resolve: (v) => request(`/extended/v1/contract/${encodeSegment(v.contract_id as string)}/events`),
+    resolve: (v) => {
+      const contractId = v.contract_id as string;
+      if (DOT_SEGMENT.test(contractId)) return dotSegmentError('contract_id');
+      return request(`/extended/v1/contract/${encodeSegment(contractId)}/events`);
+    },
   },
   {
     id: 'address_transactions',
@@ -210,7 +219,8 @@ export const ROUTES: readonly RouteSpec[] = [
     query: [
       limit(TX_MAX_LIMIT),
       offset,
-      { name: 'height', check: integer() },
+      // height=0 is falsy upstream and ignored, so it canonicalises to absent.
+      { name: 'height', check: integer(), defaultValue: 0 },
       unanchored,
       untilBlock,
       excludeFunctionArgs,
@@ -266,6 +276,7 @@ export const ROUTES: readonly RouteSpec[] = [
       const p = v.principal as string;
       if (!isValidPrincipal(p)) return reject(invalidPrincipalMessage(p));
       const raw = v.tx_id as string;
+      // The 0x prefix the handler adds means this segment is never "." or "..".
       const prefixed = raw.startsWith('0x') ? raw : `0x${raw}`;
       // Only a well-formed id is case-folded; anything else goes as given (the upstream answers 500).
       const id = /^0x[0-9a-fA-F]{64}$/.test(prefixed) ? lowerHex(prefixed) : prefixed;

@@ -1,0 +1,224 @@
+/**
+ * Settings: defaults from config/default.json, a CONFIG_FILE merged over them, the documented
+ * environment variables last; a bad setting stops start-up with a message that names it.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, redactedConfig, type Config } from '../../src/config.js';
+import { projectRoot } from '../../src/paths.js';
+
+const DEFAULT_PATH = join(projectRoot(), 'config', 'default.json');
+const DEFAULTS = JSON.parse(readFileSync(DEFAULT_PATH, 'utf8')) as Config;
+const CONFIG_FILE = '/etc/stacks-cache-proxy/config.json';
+
+/** The real defaults, plus one injected config file. */
+function withFile(text: string): (path: string) => string {
+  return (path) => {
+    if (path === CONFIG_FILE) return text;
+    if (path === DEFAULT_PATH) return readFileSync(path, 'utf8');
+    throw new Error(`ENOENT: no such file, open '${path}'`);
+  };
+}
+
+function loadError(env: Record<string, string | undefined>, readFile?: (path: string) => string): ConfigError {
+  try {
+    loadConfig(env, readFile);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error('loadConfig did not throw');
+}
+
+describe('defaults', () => {
+  it('loads config/default.json as it is without any environment', () => {
+    expect(loadConfig({})).toEqual(DEFAULTS);
+  });
+
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config.server.port).toBe(8080);
+    expect(config.upstream.urls).toEqual(['https://api.hiro.so']);
+    expect(config.redis.url).toBeNull();
+    expect(config.cache.ttl).toEqual({ tipSafetyMs: 60_000, mempoolMs: 2_000, retainExpiredMs: 300_000 });
+    expect(config.cache.staleIfErrorMs).toBe(300_000);
+    expect(config.finality.burnConfirmations).toBe(6);
+  });
+
+  it('reads the defaults through the injected readFile', () => {
+    const read: string[] = [];
+    loadConfig({}, (path) => {
+      read.push(path);
+      return readFileSync(path, 'utf8');
+    });
+    expect(read).toEqual([DEFAULT_PATH]);
+  });
+
+  it('ignores environment variables it does not document', () => {
+    expect(loadConfig({ NODE_ENV: 'production', CACHE_TTL: '5', npm_config_port: '1' })).toEqual(DEFAULTS);
+  });
+});
+
+describe('environment overrides', () => {
+  it('applies PORT, HOST, UPSTREAM_URLS, REDIS_URL and LOG_LEVEL', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      HOST: '127.0.0.1',
+      UPSTREAM_URLS: 'http://api-1:3999, http://api-2:3999,',
+      REDIS_URL: 'redis://redis:6379',
+      LOG_LEVEL: 'debug',
+    });
+    expect(config.server).toEqual({ ...DEFAULTS.server, port: 9000, host: '127.0.0.1' });
+    expect(config.upstream).toEqual({ ...DEFAULTS.upstream, urls: ['http://api-1:3999', 'http://api-2:3999'] });
+    expect(config.redis).toEqual({ ...DEFAULTS.redis, url: 'redis://redis:6379' });
+    expect(config.logLevel).toBe('debug');
+    expect(config.cache).toEqual(DEFAULTS.cache);
+  });
+
+  it('accepts PORT=0 (pick a free port)', () => {
+    expect(loadConfig({ PORT: '0' }).server.port).toBe(0);
+  });
+
+  it('turns an empty REDIS_URL into memory only', () => {
+    expect(loadConfig({ REDIS_URL: '' }).redis.url).toBeNull();
+    expect(loadConfig({ REDIS_URL: '  ' }).redis.url).toBeNull();
+  });
+
+  it.each(['redis://h:6379', 'rediss://h:6380', 'redis+sentinel://h1:26379/mymaster', 'redis+cluster://h1:7000'])(
+    'accepts the Redis URL %s',
+    (url) => {
+      expect(loadConfig({ REDIS_URL: url }).redis.url).toBe(url);
+    },
+  );
+});
+
+describe('CONFIG_FILE', () => {
+  it('merges the file over the defaults key by key', () => {
+    const file = JSON.stringify({ cache: { ttl: { mempoolMs: 5_000 } }, server: { port: 1234 } });
+    const config = loadConfig({ CONFIG_FILE }, withFile(file));
+    expect(config.cache.ttl).toEqual({ ...DEFAULTS.cache.ttl, mempoolMs: 5_000 });
+    expect(config.cache.memory).toEqual(DEFAULTS.cache.memory);
+    expect(config.server).toEqual({ ...DEFAULTS.server, port: 1234 });
+  });
+
+  it('replaces arrays instead of merging them', () => {
+    const file = JSON.stringify({ upstream: { urls: ['http://only:3999'] } });
+    expect(loadConfig({ CONFIG_FILE }, withFile(file)).upstream.urls).toEqual(['http://only:3999']);
+  });
+
+  it('lets the environment win over the file', () => {
+    const file = JSON.stringify({ server: { port: 1234, host: 'file-host' }, logLevel: 'warn' });
+    const config = loadConfig({ CONFIG_FILE, PORT: '9000' }, withFile(file));
+    expect(config.server.port).toBe(9000);
+    expect(config.server.host).toBe('file-host');
+    expect(config.logLevel).toBe('warn');
+  });
+
+  it('takes redis.url from the file, and lets an empty REDIS_URL turn it off', () => {
+    const file = JSON.stringify({ redis: { url: 'rediss://cache:6380' } });
+    expect(loadConfig({ CONFIG_FILE }, withFile(file)).redis.url).toBe('rediss://cache:6380');
+    expect(loadConfig({ CONFIG_FILE, REDIS_URL: '' }, withFile(file)).redis.url).toBeNull();
+  });
+
+  it('names a file it cannot read', () => {
+    const error = loadError({ CONFIG_FILE: '/nope.json' }, withFile('{}'));
+    expect(error.message).toContain('cannot read config file /nope.json');
+  });
+
+  it.each([
+    ['not JSON', '{"server": '],
+    ['an array', '[]'],
+    ['a string', '"x"'],
+    ['null', 'null'],
+  ])('rejects a file that is %s', (_name, text) => {
+    const error = loadError({ CONFIG_FILE }, withFile(text));
+    expect(error.message).toContain(`config file ${CONFIG_FILE} is not valid JSON`);
+  });
+});
+
+describe('bad settings name the setting', () => {
+  it.each([
+    [{ UPSTREAM_URLS: 'ftp://api:21' }, ['upstream.urls[0]', 'UPSTREAM_URLS', 'must be an http(s) URL']],
+    [{ UPSTREAM_URLS: 'http://ok:3999,not a url' }, ['upstream.urls[1]', 'UPSTREAM_URLS']],
+    [{ UPSTREAM_URLS: '' }, ['upstream.urls', 'UPSTREAM_URLS']],
+    [{ UPSTREAM_URLS: ' , ' }, ['upstream.urls', 'UPSTREAM_URLS']],
+    [{ PORT: 'abc' }, ['PORT', '"abc"']],
+    [{ PORT: '' }, ['PORT']],
+    [{ PORT: '80.5' }, ['PORT']],
+    [{ PORT: '70000' }, ['server.port', 'PORT']],
+    [{ PORT: '-1' }, ['server.port', 'PORT']],
+    [{ HOST: '' }, ['server.host', 'HOST']],
+    [{ REDIS_URL: 'http://redis:6379' }, ['redis.url', 'REDIS_URL', 'redis://']],
+    [{ REDIS_URL: 'localhost:6379' }, ['redis.url', 'REDIS_URL']],
+    [{ LOG_LEVEL: 'loud' }, ['logLevel', 'LOG_LEVEL']],
+  ] as const)('env %j', (env, fragments) => {
+    const error = loadError(env);
+    for (const fragment of fragments) expect(error.message).toContain(fragment);
+  });
+
+  it.each([
+    [{ cache: { ttl: { tipSafetyMs: -1 } } }, ['cache.ttl.tipSafetyMs']],
+    [{ cache: { ttl: { mempoolMs: 0 } } }, ['cache.ttl.mempoolMs']],
+    [{ cache: { ttl: { retainExpiredMs: -5 } } }, ['cache.ttl.retainExpiredMs']],
+    [{ cache: { staleIfErrorMs: 1.5 } }, ['cache.staleIfErrorMs']],
+    [{ cache: { keyPrefix: 'a b' } }, ['cache.keyPrefix']],
+    [{ cache: { memory: { maxBytes: '1GB' } } }, ['cache.memory.maxBytes']],
+    [{ finality: { burnConfirmations: -1 } }, ['finality.burnConfirmations']],
+    [{ passthrough: { enabled: 'yes' } }, ['passthrough.enabled']],
+    [{ upstream: { urls: [] } }, ['upstream.urls']],
+    [{ cache: { ttl: { tipSafteyMs: 1 } } }, ['cache.ttl', 'tipSafteyMs']],
+    [{ redis: { password: 'x' } }, ['redis', 'password']],
+    [{ cacheTtl: 5 }, ['(root)', 'cacheTtl']],
+  ])('file %j', (file, fragments) => {
+    const error = loadError({ CONFIG_FILE }, withFile(JSON.stringify(file)));
+    expect(error.message.startsWith('invalid configuration')).toBe(true);
+    for (const fragment of fragments) expect(error.message).toContain(fragment);
+  });
+
+  it('lists every bad setting at once', () => {
+    const error = loadError({ CONFIG_FILE, LOG_LEVEL: 'loud' }, withFile(JSON.stringify({ cache: { ttl: { mempoolMs: -1 } } })));
+    expect(error.message).toContain('logLevel');
+    expect(error.message).toContain('cache.ttl.mempoolMs');
+  });
+});
+
+describe('redactedConfig', () => {
+  it('hides passwords in upstream and Redis URLs and keeps everything else', () => {
+    const config = loadConfig({
+      UPSTREAM_URLS: 'https://user:upstream-secret@api.example.com,http://plain:3999',
+      REDIS_URL: 'redis://:redis-secret@cache:6379/0',
+    });
+    const redacted = redactedConfig(config);
+    const text = JSON.stringify(redacted);
+    expect(text).not.toContain('upstream-secret');
+    expect(text).not.toContain('redis-secret');
+    expect(redacted.upstream.urls[0]).toContain('user:***@api.example.com');
+    expect(redacted.upstream.urls[1]).toMatch(/^http:\/\/plain:3999\/?$/);
+    expect(redacted.redis.url).toBe('redis://:***@cache:6379/0');
+    expect({ ...redacted, upstream: config.upstream, redis: config.redis }).toEqual(config);
+  });
+
+  it('hides the password on rediss, Sentinel and Cluster URLs, host lists included', () => {
+    for (const url of [
+      'rediss://admin:tls-secret@cache:6380',
+      'redis+sentinel://:sentinel-secret@sentinel-1:26379/mymaster',
+      'redis+sentinel://:sentinel-secret@h1:26379,h2:26379/mymaster',
+      'redis+cluster://admin:cluster-secret@h1:7000,h2:7001',
+    ]) {
+      const redacted = redactedConfig(loadConfig({ REDIS_URL: url }));
+      expect(redacted.redis.url, url).not.toMatch(/secret/);
+      expect(redacted.redis.url, url).toContain('***');
+    }
+  });
+
+  it('leaves the input config untouched', () => {
+    const config = loadConfig({ REDIS_URL: 'redis://:redis-secret@cache:6379' });
+    redactedConfig(config);
+    expect(config.redis.url).toBe('redis://:redis-secret@cache:6379');
+  });
+
+  it('keeps a null Redis URL null', () => {
+    expect(redactedConfig(loadConfig({})).redis.url).toBeNull();
+  });
+});
