@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Suites start real servers (fake upstream, proxy, redis-server) on random ports.
     pool: 'forks',
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
