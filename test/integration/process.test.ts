@@ -1,0 +1,68 @@
+/**
+ * The public interface as an operator meets it: `node dist/src/main.js` (what `npm start`
+ * runs) configured by environment variables, and a bad setting stopping start-up.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/paths.js';
+import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { fetchRaw } from '../support/http.js';
+
+const root = projectRoot();
+const main = join(root, 'dist', 'src', 'main.js');
+let upstream: FakeUpstream;
+
+beforeAll(() => {
+  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+}, 120_000);
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream.close();
+});
+
+function run(env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+async function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      const line = seen.split('\n').find((l) => pattern.test(l));
+      if (line) resolve(line);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${seen}`)));
+  });
+}
+
+describe('the proxy process', () => {
+  it('starts from PORT, HOST, UPSTREAM_URLS and LOG_LEVEL, serves, and stops on SIGTERM with exit 0', async () => {
+    const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info' });
+    const listening = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string; cache: string };
+    expect(listening.cache).toBe('memory');
+    expect((await fetchRaw(`${listening.url}/health`)).status).toBe(200);
+    expect((await fetchRaw(`${listening.url}/ready`)).status).toBe(200);
+    const block = await fetchRaw(`${listening.url}/extended/v2/blocks/1`);
+    expect(block.status).toBe(200);
+    expect(block.body.equals((await fetchRaw(`${upstream.url}/extended/v2/blocks/1`)).body)).toBe(true);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('refuses a bad setting with a message naming it, exit code 2', async () => {
+    const child = run({ UPSTREAM_URLS: 'not a url', PORT: '0' });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(stderr).toContain('upstream.urls[0] (UPSTREAM_URLS)');
+  });
+});
