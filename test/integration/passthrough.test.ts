@@ -13,6 +13,22 @@ import type { ProxyServer } from '../../src/proxy-server.js';
 let upstream: FakeUpstream;
 let proxy: ProxyServer;
 
+/** Opens a WebSocket through the proxy and returns it with a promise of the first reply to `message`. */
+async function exchange(path: string, message: string): Promise<string> {
+  const socket = new WebSocket(`${proxy.url.replace('http', 'ws')}${path}`);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  const reply = new Promise<string>((resolve) => socket.once('message', (data) => resolve(data.toString())));
+  socket.send(message);
+  try {
+    return await reply;
+  } finally {
+    socket.close();
+  }
+}
+
 beforeAll(async () => {
   upstream = await startFakeUpstream();
   proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
@@ -56,29 +72,13 @@ describe('passthrough', () => {
   });
 
   it('forwards WebSocket upgrades on /extended/v1/ws both ways', async () => {
-    const wsUrl = `${proxy.url.replace('http', 'ws')}/extended/v1/ws`;
-    const socket = new WebSocket(wsUrl);
-    await new Promise<void>((resolve, reject) => {
-      socket.once('open', () => resolve());
-      socket.once('error', reject);
-    });
-    const reply = new Promise<string>((resolve) => socket.once('message', (data) => resolve(data.toString())));
-    socket.send('{"jsonrpc":"2.0","method":"subscribe","params":{"event":"block"}}');
-    expect(await reply).toBe('echo:{"jsonrpc":"2.0","method":"subscribe","params":{"event":"block"}}');
-    socket.close();
+    const subscribe = '{"jsonrpc":"2.0","method":"subscribe","params":{"event":"block"}}';
+    expect(await exchange('/extended/v1/ws', subscribe)).toBe(`echo:${subscribe}`);
     expect(upstream.requests.some((r) => r.method === 'UPGRADE' && r.path === '/extended/v1/ws')).toBe(true);
   });
 
   it('forwards WebSocket upgrades on /socket.io/', async () => {
-    const socket = new WebSocket(`${proxy.url.replace('http', 'ws')}/socket.io/?EIO=4&transport=websocket`);
-    await new Promise<void>((resolve, reject) => {
-      socket.once('open', () => resolve());
-      socket.once('error', reject);
-    });
-    const reply = new Promise<string>((resolve) => socket.once('message', (data) => resolve(data.toString())));
-    socket.send('40');
-    expect(await reply).toBe('echo:40');
-    socket.close();
+    expect(await exchange('/socket.io/?EIO=4&transport=websocket', '40')).toBe('echo:40');
   });
 
   it('answers 502 in the upstream error shape when the upstream is down', async () => {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../src/routes/route-table.js';
+import { createRouteMatcher } from '../../src/routes/route-matcher.js';
 import type { RouteSpec } from '../../src/routes/route-spec.js';
 import { validateRequest, type ValidationOutcome } from '../../src/routes/validate.js';
 import { loadRecordings, splitUrl, type Recording } from '../support/fixtures.js';
@@ -14,39 +15,12 @@ interface RouteMatch {
   params: Record<string, string>;
 }
 
-interface CompiledRoute {
-  route: RouteSpec;
-  names: string[];
-  regex: RegExp;
-}
+const matchPath = createRouteMatcher(ROUTES);
 
-const escapeRegex = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-const COMPILED: CompiledRoute[] = ROUTES.map((route) => {
-  const names: string[] = [];
-  const source = route.path
-    .split('/')
-    .map((segment) => {
-      if (!segment.startsWith(':')) return escapeRegex(segment);
-      names.push(segment.slice(1));
-      return '([^/]+)';
-    })
-    .join('/');
-  return { route, names, regex: new RegExp(`^${source}$`) };
-});
-
-/** The first route (in table order, as the app registers them) whose template matches. */
+/** The route the app would dispatch the path to (the app's own matcher). */
 function matchRoute(pathname: string): RouteMatch | undefined {
-  for (const { route, names, regex } of COMPILED) {
-    const found = regex.exec(pathname);
-    if (!found) continue;
-    const params: Record<string, string> = {};
-    names.forEach((name, index) => {
-      params[name] = decodeURIComponent(found[index + 1] ?? '');
-    });
-    return { route, params };
-  }
-  return undefined;
+  const found = matchPath(pathname);
+  return found.kind === 'match' ? { route: found.route, params: found.params } : undefined;
 }
 
 interface Case {
