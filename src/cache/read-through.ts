@@ -136,14 +136,36 @@ export class ReadThrough {
     const upstreamSeconds = (this.now() - started) / 1000;
     if (response.status === 304 && conditional) {
       this.deps.observer?.onRevalidation?.('not_modified');
-      // The upstream's 304 carries no ETag: the stored one stays valid.
-      const refreshed: CacheEntry = { ...conditional, validatedAt: this.now(), tipHash: this.deps.chain().tipHash };
+      const refreshed = await this.refresh(conditional, route, request);
       void this.deps.store.set(key, refreshed);
       return { cacheStatus: 'REVALIDATED', entry: refreshed, upstreamSeconds };
     }
     if (conditional) this.deps.observer?.onRevalidation?.('modified');
     const result = await this.admit(key, route, request, response);
     return { ...result, upstreamSeconds };
+  }
+
+  /**
+   * A 304 confirms the stored bytes (its ETag stays: the upstream's 304 carries none). The class
+   * is decided again, so a confirmed transaction that is now deep enough becomes final.
+   */
+  private async refresh(entry: CacheEntry, route: RouteSpec, request: CanonicalRequest): Promise<CacheEntry> {
+    const chain = this.deps.chain();
+    const classification = classify({
+      policy: route.policy,
+      facts: request.facts,
+      status: entry.status,
+      body: entry.body,
+      chain,
+      finalTxHeight: await this.finalTxHeight(request),
+    }) ?? { cls: entry.cls, height: entry.height };
+    return {
+      ...entry,
+      cls: classification.cls,
+      height: classification.height,
+      validatedAt: this.now(),
+      tipHash: classification.cls === 'final' ? undefined : chain.tipHash,
+    };
   }
 
   /** Stores the answer when the policy gives it a class; otherwise passes it through. */

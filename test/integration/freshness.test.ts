@@ -216,3 +216,26 @@ describe('input the upstream would reject', () => {
     expect(JSON.parse(response.body.toString())).toMatchObject({ statusCode: 405, error: 'Method Not Allowed' });
   });
 });
+
+describe('promotion to final', () => {
+  it('turns a confirmed tx into a final entry once enough burn blocks are on top (after a 304)', async () => {
+    const p = await start();
+    const id = upstream.addPendingTx();
+    upstream.confirmTx(id);
+    await p.tracker.pollOnce();
+    const path = `/extended/v1/tx/${id}`;
+    expect((await fetchRaw(p.url + path)).headers.get('x-cache-class')).toBe('tip');
+
+    upstream.advanceTip(6); // six more burn blocks: the tx's block is now final
+    await p.tracker.pollOnce();
+    const promoted = await fetchRaw(p.url + path);
+    expect(promoted.headers.get('x-cache')).toBe('REVALIDATED');
+    expect(promoted.headers.get('x-cache-class')).toBe('final');
+
+    upstream.advanceTip();
+    await p.tracker.pollOnce();
+    upstream.resetCounts();
+    expect((await fetchRaw(p.url + path)).headers.get('x-cache')).toBe('HIT');
+    expect(upstream.count(path)).toBe(0);
+  });
+});
