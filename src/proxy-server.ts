@@ -35,7 +35,7 @@ export interface StartOptions {
   defaultMetrics?: boolean;
 }
 
-function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: TtlSettings): { store: TieredStore } {
+function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: TtlSettings): { store: TieredStore; redis?: RedisStore } {
   const storeObserver = {
     onEviction: (tier: 'memory' | 'redis') => metrics.cacheEvictions.inc({ tier }),
     onCommand: (command: string, seconds: number) => metrics.redisCommandDuration.observe({ command }, seconds),
@@ -65,7 +65,7 @@ function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: Ttl
     onLookup: (tier, cls, result) => metrics.cacheLookups.inc({ tier, class: cls, result }),
     onError: (tier, operation, error) => logger.warn({ tier, operation, err: (error as Error).message }, 'cache tier error'),
   });
-  return { store };
+  return { store, redis };
 }
 
 function createUpstream(config: Config, metrics: Metrics): UpstreamClient {
@@ -90,7 +90,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const now = options.now ?? Date.now;
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const ttl: TtlSettings = config.cache.ttl;
-  const { store } = createStores(config, metrics, logger, ttl);
+  const { store, redis } = createStores(config, metrics, logger, ttl);
   const upstream = createUpstream(config, metrics);
 
   let tipChangedAt = now();
@@ -118,7 +118,10 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     observer: {
       onJoin: (route) => metrics.singleflightJoined.inc({ route }),
       onRevalidation: (result) => metrics.revalidations.inc({ result }),
-      onStale: (route, reason) => metrics.staleServed.inc({ route, reason }),
+      onStale: (route, reason, cls) => {
+        metrics.staleServed.inc({ route, reason });
+        metrics.cacheLookups.inc({ tier: 'memory', class: cls, result: 'stale' });
+      },
       onReorgPurge: () => metrics.reorgPurged.inc(),
     },
   };
@@ -149,10 +152,15 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     metrics,
     readiness,
     passthrough,
-    beforeScrape: () => {
+    beforeScrape: async () => {
       metrics.cacheEntries.set({ tier: 'memory' }, store.memory.entryCount);
       metrics.cacheBytes.set({ tier: 'memory' }, store.memory.byteCount);
       metrics.chainTipAge.set((now() - tipChangedAt) / 1000);
+      const shared = await redis?.stats();
+      if (shared) {
+        metrics.cacheEntries.set({ tier: 'redis' }, shared.keys);
+        if (Number.isFinite(shared.bytes)) metrics.cacheBytes.set({ tier: 'redis' }, shared.bytes);
+      }
     },
   });
 

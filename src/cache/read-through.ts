@@ -9,7 +9,7 @@ import { UpstreamError } from '../upstream/errors.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import type { CanonicalRequest } from '../routes/validate.js';
-import type { CacheEntry } from './entry.js';
+import type { CacheEntry, FreshnessClass } from './entry.js';
 import { routeKey } from './key.js';
 import { classify, evaluate, type ChainView, type Classification, type TtlSettings, type Verdict } from './policy.js';
 import { SingleFlight } from './single-flight.js';
@@ -28,7 +28,7 @@ export interface ReadResult {
 export interface ReadObserver {
   onJoin?(route: string): void;
   onRevalidation?(result: 'not_modified' | 'modified'): void;
-  onStale?(route: string, reason: string): void;
+  onStale?(route: string, reason: string, cls: FreshnessClass): void;
   onReorgPurge?(): void;
 }
 
@@ -225,7 +225,7 @@ export class ReadThrough {
   private staleFallback(route: RouteSpec, held: CacheEntry | undefined, error: unknown): ReadResult | undefined {
     if (!held || !(error instanceof UpstreamError)) return undefined;
     if (this.now() - held.validatedAt > this.deps.staleIfErrorMs + this.maxAgeOf(held)) return undefined;
-    this.deps.observer?.onStale?.(route.id, error.kind);
+    this.deps.observer?.onStale?.(route.id, error.kind, held.cls);
     return { cacheStatus: 'STALE', entry: held };
   }
 

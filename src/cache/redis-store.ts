@@ -79,6 +79,20 @@ export class RedisStore implements CacheStore {
     await this.timed('del', () => this.client.del(key));
   }
 
+  /** Keys in the database and Redis' used_memory, for gauges; undefined when Redis does not answer. */
+  async stats(): Promise<{ keys: number; bytes: number } | undefined> {
+    try {
+      const [keys, info] = await Promise.all([
+        this.timed('dbsize', () => this.client.dbsize()),
+        this.timed('info', () => this.client.info('memory')),
+      ]);
+      const bytes = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? Number.NaN);
+      return { keys, bytes };
+    } catch {
+      return undefined;
+    }
+  }
+
   async ping(): Promise<boolean> {
     try {
       return (await this.timed('ping', () => this.client.ping())) === 'PONG';
