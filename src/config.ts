@@ -20,6 +20,7 @@ export const ConfigSchema = z
         port: z.number().int().min(0).max(65535).describe('TCP port to listen on (PORT); 0 picks a free one'),
         host: z.string().min(1).describe('Address to bind (HOST)'),
         requestTimeoutMs: positiveInt.describe('Longest a client request may take before Node closes it'),
+        shutdownGraceMs: positiveInt.describe('On SIGTERM/SIGINT, how long in-flight requests may finish'),
       })
       .strict(),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).describe('pino log level (LOG_LEVEL)'),
@@ -31,8 +32,14 @@ export const ConfigSchema = z
         bodyTimeoutMs: positiveInt,
         maxBodyBytes: positiveInt.describe('Larger upstream bodies are refused and not cached'),
         connectionsPerUpstream: positiveInt,
-        failureThreshold: positiveInt.describe('Consecutive transport failures before an upstream cools down'),
-        cooldownMs: positiveInt.describe('How long a failing upstream is tried last'),
+        maxConcurrent: positiveInt.describe('Requests in flight to one upstream; more wait in its queue'),
+        maxQueue: nonNegativeInt.describe('Requests waiting for one upstream; more are refused (503)'),
+        maxAttempts: positiveInt.describe('Attempts per request across upstreams (1 = no retry)'),
+        retryBackoffMs: positiveInt.describe('First retry pause; doubles per retry, with jitter'),
+        requestDeadlineMs: positiveInt.describe('Total time for all attempts of one upstream request'),
+        failureThreshold: positiveInt.describe('Consecutive failures that open an upstream circuit breaker'),
+        cooldownMs: positiveInt.describe('How long a breaker stays open before one trial request'),
+        maxLagBlocks: nonNegativeInt.describe('An upstream this many blocks behind the best tip is not read from'),
       })
       .strict(),
     redis: z
@@ -59,10 +66,19 @@ export const ConfigSchema = z
           .object({
             tipSafetyMs: positiveInt.describe('Longest a tip entry is served without revalidation, even if no block comes'),
             mempoolMs: positiveInt.describe('How long a mempool entry is fresh'),
+            staleWhileRevalidateMs: nonNegativeInt.describe('After mempool expiry, how long the old copy is served while one refresh runs'),
             retainExpiredMs: nonNegativeInt.describe('How long expired entries are kept for revalidation and stale-if-error'),
           })
           .strict(),
         staleIfErrorMs: nonNegativeInt.describe('How long past expiry an entry may be served when every upstream fails'),
+        staleIfErrorMaxBlocks: nonNegativeInt.describe('A tip entry more blocks behind the tip than this is never served stale'),
+        sharedSingleFlight: z
+          .object({
+            enabled: z.boolean().describe('With Redis: one instance fetches a miss, the others wait for its result'),
+            lockTtlMs: positiveInt.describe('Lock lifetime: a crashed holder blocks others at most this long'),
+            waitMs: positiveInt.describe('Longest wait for another instance before fetching anyway'),
+          })
+          .strict(),
       })
       .strict(),
     finality: z.object({ burnConfirmations: nonNegativeInt.describe('Burn blocks on top before data is final') }).strict(),

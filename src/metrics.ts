@@ -73,6 +73,48 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       labelNames: ['upstream', 'kind'] as const,
       registers,
     }),
+    upstreamRetries: new Counter({
+      name: `${PREFIX}upstream_retries_total`,
+      help: 'Upstream requests retried on another (or the same) upstream, by route id and the failure that caused it.',
+      labelNames: ['route', 'reason'] as const,
+      registers,
+    }),
+    upstreamUp: new Gauge({
+      name: `${PREFIX}upstream_up`,
+      help: '1 when an upstream is used for reads (circuit breaker not open, not lagging), else 0.',
+      labelNames: ['upstream'] as const,
+      registers,
+    }),
+    upstreamBreakerOpen: new Gauge({
+      name: `${PREFIX}upstream_breaker_open`,
+      help: '1 while an upstream circuit breaker is open (after consecutive failures), else 0.',
+      labelNames: ['upstream'] as const,
+      registers,
+    }),
+    upstreamLagBlocks: new Gauge({
+      name: `${PREFIX}upstream_lag_blocks`,
+      help: 'Blocks an upstream tip is behind the best upstream tip.',
+      labelNames: ['upstream'] as const,
+      registers,
+    }),
+    upstreamInFlight: new Gauge({
+      name: `${PREFIX}upstream_in_flight`,
+      help: 'Requests in flight to an upstream, and waiting in its queue (state=queued).',
+      labelNames: ['upstream', 'state'] as const,
+      registers,
+    }),
+    overloadRejections: new Counter({
+      name: `${PREFIX}overload_rejections_total`,
+      help: 'Client requests answered 503 because every usable upstream queue was full, by route id.',
+      labelNames: ['route'] as const,
+      registers,
+    }),
+    sharedFlightWaits: new Counter({
+      name: `${PREFIX}shared_singleflight_waits_total`,
+      help: 'Misses that waited for another instance holding the Redis lock, by result (filled, timeout).',
+      labelNames: ['route', 'result'] as const,
+      registers,
+    }),
     revalidations: new Counter({
       name: `${PREFIX}revalidations_total`,
       help: 'If-None-Match revalidations of expired entries, by result (not_modified, modified).',

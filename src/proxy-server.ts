@@ -3,7 +3,7 @@
  * the app from a validated Config, starts listening, and stops everything in order.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createApp, type Readiness } from './app.js';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
@@ -14,6 +14,7 @@ import { TieredStore } from './cache/tiered-store.js';
 import { retentionMs, type TtlSettings } from './cache/policy.js';
 import { ReadThrough, type ReadThroughDeps } from './cache/read-through.js';
 import { TxListReader } from './cache/tx-list.js';
+import type { Tier } from './cache/store.js';
 import { UpstreamClient } from './upstream/client.js';
 import { ChainTipTracker } from './upstream/chain-tip.js';
 import { createPassthrough } from './proxy/passthrough.js';
@@ -25,6 +26,8 @@ export interface ProxyServer {
   metrics: Metrics;
   tracker: ChainTipTracker;
   store: TieredStore;
+  upstream: UpstreamClient;
+  /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
 
@@ -35,13 +38,12 @@ export interface StartOptions {
   defaultMetrics?: boolean;
 }
 
-function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: TtlSettings): { store: TieredStore; redis?: RedisStore } {
+function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: TtlSettings) {
   const storeObserver = {
-    onEviction: (tier: 'memory' | 'redis') => metrics.cacheEvictions.inc({ tier }),
+    onEviction: (tier: Tier) => metrics.cacheEvictions.inc({ tier }),
     onCommand: (command: string, seconds: number) => metrics.redisCommandDuration.observe({ command }, seconds),
-    onDecodeFailure: (tier: 'memory' | 'redis') => metrics.cacheLookups.inc({ tier, class: 'unknown', result: 'error' }),
-    onError: (_tier: 'memory' | 'redis', operation: string, error: unknown) =>
-      logger.debug({ err: (error as Error).message, operation }, 'redis error'),
+    onDecodeFailure: (tier: Tier) => metrics.cacheLookups.inc({ tier, class: 'unknown', result: 'error' }),
+    onError: (_tier: Tier, operation: string, error: unknown) => logger.debug({ err: (error as Error).message, operation }, 'redis error'),
   };
   const memory = new MemoryStore({
     maxBytes: config.redis.url ? config.cache.memory.maxBytesWithRedis : config.cache.memory.maxBytes,
@@ -51,38 +53,75 @@ function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: Ttl
   let redis: RedisStore | undefined;
   if (config.redis.url) {
     metrics.redisUp.set(0);
+    let wasUp: boolean | undefined;
     redis = new RedisStore({
       url: config.redis.url,
       commandTimeoutMs: config.redis.commandTimeoutMs,
       observer: storeObserver,
       onStatus: (up) => {
         metrics.redisUp.set(up ? 1 : 0);
-        logger.info({ up }, up ? 'redis connected' : 'redis disconnected');
+        if (up !== wasUp) logger[up ? 'info' : 'warn']({ up }, up ? 'redis connected' : 'redis unavailable: serving from memory and upstream');
+        wasUp = up;
       },
     });
   }
   const store = new TieredStore(memory, redis, (entry) => retentionMs(entry.cls, ttl), {
     onLookup: (tier, cls, result) => metrics.cacheLookups.inc({ tier, class: cls, result }),
-    onError: (tier, operation, error) => logger.warn({ tier, operation, err: (error as Error).message }, 'cache tier error'),
+    onError: (tier, operation, error) => logger.debug({ tier, operation, err: (error as Error).message }, 'cache tier error'),
   });
   return { store, redis };
 }
 
-function createUpstream(config: Config, metrics: Metrics): UpstreamClient {
-  return new UpstreamClient(
-    config.upstream,
-    {
-      onResponse: (upstream, route, status, seconds) => {
-        metrics.upstreamRequests.inc({ upstream, route, status: String(status) });
-        metrics.upstreamDuration.observe({ upstream, route }, seconds);
-        if (status >= 500) metrics.upstreamErrors.inc({ upstream, kind: '5xx' });
-      },
-      onError: (upstream, route, error) => {
-        metrics.upstreamRequests.inc({ upstream, route, status: 'error' });
-        metrics.upstreamErrors.inc({ upstream, kind: error.kind });
-      },
+function createUpstream(config: Config, metrics: Metrics, logger: Logger): UpstreamClient {
+  return new UpstreamClient(config.upstream, {
+    onResponse: (upstream, route, status, seconds) => {
+      metrics.upstreamRequests.inc({ upstream, route, status: String(status) });
+      metrics.upstreamDuration.observe({ upstream, route }, seconds);
+      if (status >= 500) metrics.upstreamErrors.inc({ upstream, kind: '5xx' });
     },
-  );
+    onError: (upstream, route, error) => {
+      metrics.upstreamRequests.inc({ upstream, route, status: 'error' });
+      metrics.upstreamErrors.inc({ upstream, kind: error.kind });
+      logger.debug({ upstream, route, kind: error.kind, err: error.message }, 'upstream request failed');
+    },
+    onRetry: (route, upstream, reason) => {
+      metrics.upstreamRetries.inc({ route, reason });
+      logger.debug({ route, upstream, reason }, 'retrying upstream request');
+    },
+    onBreaker: (upstream, state) => {
+      metrics.upstreamBreakerOpen.set({ upstream }, state === 'open' ? 1 : 0);
+      logger.warn({ upstream, state }, state === 'open' ? 'upstream circuit breaker opened' : 'upstream circuit breaker closed');
+    },
+    onLag: (upstream, lagging, lagBlocks) => {
+      logger.warn({ upstream, lagging, lagBlocks }, lagging ? 'upstream lags the best tip: not read from' : 'upstream caught up');
+    },
+  });
+}
+
+/** Logs tip-poll failures once when they start and once when they stop, not every second. */
+function pollErrorLogger(logger: Logger) {
+  let failing = false;
+  return {
+    failed: (error: unknown) => {
+      if (!failing) logger.warn({ err: (error as Error).message }, 'chain tip poll failing');
+      else logger.debug({ err: (error as Error).message }, 'chain tip poll failed');
+      failing = true;
+    },
+    succeeded: () => {
+      if (failing) logger.info('chain tip poll recovered');
+      failing = false;
+    },
+  };
+}
+
+/** Upgraded sockets (WebSockets) leave HTTP's bookkeeping: shutdown has to end them itself. */
+function trackUpgrades(server: Server): Set<Socket> {
+  const sockets = new Set<Socket>();
+  server.on('upgrade', (_req, socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return sockets;
 }
 
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
@@ -91,48 +130,63 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
   const ttl: TtlSettings = config.cache.ttl;
   const { store, redis } = createStores(config, metrics, logger, ttl);
-  const upstream = createUpstream(config, metrics);
+  const upstream = createUpstream(config, metrics, logger);
 
   let tipChangedAt = now();
-  const tracker = new ChainTipTracker(upstream, { ...config.chainTip, burnConfirmations: config.finality.burnConfirmations }, {
-    onTip: (tip) => {
-      tipChangedAt = now();
-      metrics.chainTipHeight.set(tip.height);
-      metrics.chainTipBurnHeight.set(tip.burnHeight);
+  const pollLog = pollErrorLogger(logger);
+  const tracker = new ChainTipTracker(
+    upstream,
+    { ...config.chainTip, burnConfirmations: config.finality.burnConfirmations },
+    {
+      onTip: (tip) => {
+        tipChangedAt = now();
+        pollLog.succeeded();
+        metrics.chainTipHeight.set(tip.height);
+        metrics.chainTipBurnHeight.set(tip.burnHeight);
+      },
+      onReorg: (record, from, to) => {
+        metrics.reorgs.inc();
+        logger.warn({ forkHeight: record.forkHeight, from, to }, 'chain reorg detected');
+      },
+      onError: (error) => pollLog.failed(error),
     },
-    onReorg: (record, from, to) => {
-      metrics.reorgs.inc();
-      logger.warn({ forkHeight: record.forkHeight, from, to }, 'chain reorg detected');
-    },
-    onError: (error) => logger.warn({ err: (error as Error).message }, 'chain tip poll failed'),
-  }, now);
+    now,
+  );
 
   const readDeps: ReadThroughDeps = {
     store,
     upstream,
     chain: () => tracker.view(),
     ttl,
+    stale: { staleIfErrorMs: config.cache.staleIfErrorMs, staleIfErrorMaxBlocks: config.cache.staleIfErrorMaxBlocks },
     keyPrefix: config.cache.keyPrefix,
-    staleIfErrorMs: config.cache.staleIfErrorMs,
+    shared:
+      redis && config.cache.sharedSingleFlight.enabled
+        ? { lock: redis, lockTtlMs: config.cache.sharedSingleFlight.lockTtlMs, waitMs: config.cache.sharedSingleFlight.waitMs }
+        : undefined,
     now,
     observer: {
       onJoin: (route) => metrics.singleflightJoined.inc({ route }),
       onRevalidation: (result) => metrics.revalidations.inc({ result }),
       onStale: (route, reason, cls) => {
         metrics.staleServed.inc({ route, reason });
+        // A stale entry is always in the memory tier by then (shared-tier reads are copied there).
         metrics.cacheLookups.inc({ tier: 'memory', class: cls, result: 'stale' });
       },
       onReorgPurge: () => metrics.reorgPurged.inc(),
+      onSharedWait: (route, result) => metrics.sharedFlightWaits.inc({ route, result }),
     },
   };
   const readThrough = new ReadThrough(readDeps);
   const txList = new TxListReader(readDeps, readThrough);
 
+  let shuttingDown = false;
   const readiness = (): Readiness => {
+    if (shuttingDown) return { ready: false, reason: 'shutting down' };
     if (!tracker.tip) return { ready: false, reason: 'chain tip not known yet' };
-    const healthy = upstream.candidates().filter((origin) => upstream.isHealthy(origin));
-    if (healthy.length === 0) return { ready: false, reason: 'no healthy upstream' };
-    return { ready: true, details: { tipHeight: tracker.tip.height, healthyUpstreams: healthy.length } };
+    const upstreams = upstream.status();
+    if (!upstreams.some((u) => u.usable)) return { ready: false, reason: 'no healthy upstream', details: { upstreams } };
+    return { ready: true, details: { tipHeight: tracker.tip.height, upstreams } };
   };
 
   const passthrough = config.passthrough.enabled
@@ -156,6 +210,13 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       metrics.cacheEntries.set({ tier: 'memory' }, store.memory.entryCount);
       metrics.cacheBytes.set({ tier: 'memory' }, store.memory.byteCount);
       metrics.chainTipAge.set((now() - tipChangedAt) / 1000);
+      for (const u of upstream.status()) {
+        metrics.upstreamUp.set({ upstream: u.origin }, u.usable ? 1 : 0);
+        metrics.upstreamBreakerOpen.set({ upstream: u.origin }, u.breaker === 'open' ? 1 : 0);
+        metrics.upstreamLagBlocks.set({ upstream: u.origin }, u.lagBlocks ?? 0);
+        metrics.upstreamInFlight.set({ upstream: u.origin, state: 'active' }, u.inFlight);
+        metrics.upstreamInFlight.set({ upstream: u.origin, state: 'queued' }, u.queued);
+      }
       const shared = await redis?.stats();
       if (shared) {
         metrics.cacheEntries.set({ tier: 'redis' }, shared.keys);
@@ -165,6 +226,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   });
 
   const server = createServer({ requestTimeout: config.server.requestTimeoutMs }, app);
+  const upgraded = trackUpgrades(server);
   if (passthrough && config.passthrough.websockets) server.on('upgrade', passthrough.upgrade);
 
   await tracker.pollOnce();
@@ -176,21 +238,19 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const { port } = server.address() as AddressInfo;
   const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
 
-  return {
-    url: `http://${host}:${port}`,
-    port,
-    server,
-    metrics,
-    tracker,
-    store,
-    close: async () => {
-      await tracker.stop();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
-      await store.close();
-      await upstream.close();
-    },
+  const close = async (): Promise<void> => {
+    shuttingDown = true;
+    await tracker.stop();
+    const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    for (const socket of upgraded) socket.destroy();
+    const grace = setTimeout(() => server.closeAllConnections(), config.server.shutdownGraceMs);
+    grace.unref();
+    await drained;
+    clearTimeout(grace);
+    await store.close();
+    await upstream.close();
   };
+
+  return { url: `http://${host}:${port}`, port, server, metrics, tracker, store, upstream, close };
 }

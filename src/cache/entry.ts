@@ -19,6 +19,7 @@ export interface CacheEntry {
   validatedAt: number;
   /** The chain tip the proxy knew at that moment (tip and mempool classes). */
   tipHash?: string;
+  tipHeight?: number;
   /** Stacks block height the data belongs to, so a reorg can purge final entries above it. */
   height?: number;
   /** For tx/multiple items: how the upstream would order it in a list answer. */

@@ -27,6 +27,8 @@ export interface ChainView {
 export interface TtlSettings {
   tipSafetyMs: number;
   mempoolMs: number;
+  /** After a mempool entry expires (same tip), how long it may be served while it is refreshed. */
+  staleWhileRevalidateMs: number;
   /** How long an expired entry is kept for revalidation (and, later, stale-if-error). */
   retainExpiredMs: number;
 }
@@ -158,8 +160,11 @@ export function classify(input: ClassifyInput): Classification | undefined {
   return undefined;
 }
 
-/** `purged`: a reorg made the entry suspect; it is refetched like `refetch`, and counted. */
-export type Verdict = 'fresh' | 'revalidate' | 'refetch' | 'purged';
+/**
+ * `purged`: a reorg made the entry suspect; it is refetched like `refetch`, and counted.
+ * `stale-while-revalidate`: serve it now and refresh it in the background.
+ */
+export type Verdict = 'fresh' | 'stale-while-revalidate' | 'revalidate' | 'refetch' | 'purged';
 
 function purgedByReorg(entry: CacheEntry, reorgs: readonly ReorgRecord[]): boolean {
   return reorgs.some(
@@ -177,8 +182,28 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   if (entry.cls === 'final') return 'fresh';
   const maxAge = entry.cls === 'tip' ? ttl.tipSafetyMs : ttl.mempoolMs;
   const sameTip = chain.tipHash === undefined || entry.tipHash === chain.tipHash;
-  if (sameTip && now - entry.validatedAt < maxAge) return 'fresh';
+  const age = now - entry.validatedAt;
+  if (sameTip && age < maxAge) return 'fresh';
+  // Only the mempool TTL is softened: after a new block a pending tx may be confirmed, so
+  // entries from an older tip are never served while they refresh.
+  if (entry.cls === 'mempool' && sameTip && age < maxAge + ttl.staleWhileRevalidateMs) return 'stale-while-revalidate';
   return entry.upstreamEtag ? 'revalidate' : 'refetch';
+}
+
+export interface StaleSettings {
+  staleIfErrorMs: number;
+  /** A tip entry validated more than this many blocks below the tip is too old to serve. */
+  staleIfErrorMaxBlocks: number;
+}
+
+/** Whether an expired entry may stand in for an upstream that failed (stale-if-error). */
+export function isUsableWhenFailing(entry: CacheEntry, now: number, chain: ChainView, ttl: TtlSettings, stale: StaleSettings): boolean {
+  if (purgedByReorg(entry, chain.reorgs)) return false;
+  if (entry.cls === 'final') return true;
+  const maxAge = entry.cls === 'tip' ? ttl.tipSafetyMs : ttl.mempoolMs;
+  if (now - entry.validatedAt > maxAge + stale.staleIfErrorMs) return false;
+  if (entry.cls !== 'tip' || entry.tipHeight === undefined || chain.tipHeight === undefined) return true;
+  return chain.tipHeight - entry.tipHeight <= stale.staleIfErrorMaxBlocks;
 }
 
 /** How long the store keeps an entry (null: until evicted). */

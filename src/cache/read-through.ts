@@ -1,18 +1,30 @@
 /**
  * Get-or-fetch for one canonical request: memory, then the shared tier, then one upstream
- * request per key at a time (single-flight). Expired entries with an ETag are revalidated
- * with If-None-Match; when every upstream fails, an entry still within `staleIfErrorMs`
- * is served instead of an error.
+ * request per key at a time (single-flight in the process, and across instances through a
+ * Redis lock when configured). Expired entries with an ETag are revalidated with
+ * If-None-Match; just-expired mempool entries are served while one refresh runs; when every
+ * upstream fails, an entry still allowed by the stale-if-error rules is served instead.
  */
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { UpstreamError } from '../upstream/errors.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import type { CanonicalRequest } from '../routes/validate.js';
 import type { CacheEntry, FreshnessClass } from './entry.js';
 import { routeKey } from './key.js';
-import { classify, evaluate, type ChainView, type Classification, type TtlSettings, type Verdict } from './policy.js';
+import {
+  classify,
+  evaluate,
+  isUsableWhenFailing,
+  type ChainView,
+  type Classification,
+  type StaleSettings,
+  type TtlSettings,
+  type Verdict,
+} from './policy.js';
 import { SingleFlight } from './single-flight.js';
+import type { SharedLock } from './store.js';
 import type { TieredStore } from './tiered-store.js';
 
 export type CacheStatus = 'HIT' | 'MISS' | 'REVALIDATED' | 'STALE' | 'BYPASS';
@@ -28,8 +40,16 @@ export interface ReadResult {
 export interface ReadObserver {
   onJoin?(route: string): void;
   onRevalidation?(result: 'not_modified' | 'modified'): void;
+  /** reason: the upstream failure kind, or `revalidating` for stale-while-revalidate. */
   onStale?(route: string, reason: string, cls: FreshnessClass): void;
   onReorgPurge?(): void;
+  onSharedWait?(route: string, result: 'filled' | 'timeout'): void;
+}
+
+export interface SharedFlightSettings {
+  lock: SharedLock;
+  lockTtlMs: number;
+  waitMs: number;
 }
 
 export interface ReadThroughDeps {
@@ -37,14 +57,17 @@ export interface ReadThroughDeps {
   upstream: UpstreamClient;
   chain: () => ChainView;
   ttl: TtlSettings;
+  stale: StaleSettings;
   keyPrefix: string;
-  staleIfErrorMs: number;
+  /** Cross-instance single-flight (Redis); absent: per process only. */
+  shared?: SharedFlightSettings;
   now?: () => number;
   observer?: ReadObserver;
 }
 
 /** Upstream headers a client should still see on a cached answer. */
 const FORWARDED_HEADERS = ['content-type', 'warning', 'x-api-version'] as const;
+const SHARED_POLL_MS = 15;
 
 export function forwardedHeaders(response: UpstreamResponse, extra: readonly string[] = []): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -93,15 +116,65 @@ export class ReadThrough {
 
   async read(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult> {
     const key = this.keyFor(route, request);
-    const found = await this.deps.store.get(key);
-    const verdict = found ? evaluate(found.entry, this.now(), this.deps.chain(), this.deps.ttl) : undefined;
-    if (found && verdict === 'fresh') return { cacheStatus: 'HIT', entry: found.entry };
+    const held = (await this.deps.store.get(key))?.entry;
+    const verdict = held ? evaluate(held, this.now(), this.deps.chain(), this.deps.ttl) : undefined;
+    if (held && verdict === 'fresh') return { cacheStatus: 'HIT', entry: held };
     if (verdict === 'purged') this.deps.observer?.onReorgPurge?.();
-    return this.flights.run(
-      key,
-      () => this.fetch(key, route, request, found?.entry, verdict),
-      () => this.deps.observer?.onJoin?.(route.id),
-    );
+    const run = () =>
+      this.flights.run(
+        key,
+        () => this.fetchShared(key, route, request, held, verdict),
+        () => this.deps.observer?.onJoin?.(route.id),
+      );
+    if (held && verdict === 'stale-while-revalidate') {
+      run().catch(() => undefined); // the refresh's failure is the next request's concern
+      this.deps.observer?.onStale?.(route.id, 'revalidating', held.cls);
+      return { cacheStatus: 'STALE', entry: held };
+    }
+    return run();
+  }
+
+  /**
+   * Across instances: the lock holder fetches; the others poll the shared tier until its
+   * answer lands, the lock goes away, or `waitMs` passes, then fetch themselves if needed.
+   */
+  private async fetchShared(
+    key: string,
+    route: RouteSpec,
+    request: CanonicalRequest,
+    held: CacheEntry | undefined,
+    verdict: Verdict | undefined,
+  ): Promise<ReadResult> {
+    const shared = this.deps.shared;
+    if (!shared) return this.fetch(key, route, request, held, verdict);
+    const lockKey = `${key}:lock`;
+    const release = await shared.lock.acquire(lockKey, shared.lockTtlMs);
+    if (release === 'busy') {
+      const filled = await this.waitForPeer(key, lockKey, shared.waitMs);
+      this.deps.observer?.onSharedWait?.(route.id, filled ? 'filled' : 'timeout');
+      if (filled) return { cacheStatus: 'HIT', entry: filled };
+      return this.fetch(key, route, request, held, verdict);
+    }
+    try {
+      return await this.fetch(key, route, request, held, verdict);
+    } finally {
+      await release?.();
+    }
+  }
+
+  private async waitForPeer(key: string, lockKey: string, waitMs: number): Promise<CacheEntry | undefined> {
+    const deadline = this.now() + waitMs;
+    const sharedTier = this.deps.store.shared;
+    while (sharedTier && this.now() < deadline) {
+      await sleep(SHARED_POLL_MS);
+      const entry = await sharedTier.get(key).catch(() => undefined);
+      if (entry && evaluate(entry, this.now(), this.deps.chain(), this.deps.ttl) === 'fresh') {
+        void this.deps.store.set(key, entry, { memoryOnly: true });
+        return entry;
+      }
+      if (!(await this.deps.shared?.lock.isHeld(lockKey))) return undefined;
+    }
+    return undefined;
   }
 
   private async fetch(
@@ -111,9 +184,9 @@ export class ReadThrough {
     held: CacheEntry | undefined,
     verdict: Verdict | undefined,
   ): Promise<ReadResult> {
-    const conditional = verdict === 'revalidate' ? held : undefined;
+    const conditional = verdict === 'revalidate' || verdict === 'stale-while-revalidate' ? held : undefined;
     // Data a reorg may have changed is never served stale.
-    if (verdict === 'purged') held = undefined;
+    const fallback = verdict === 'purged' ? undefined : held;
     const started = this.now();
     let response: UpstreamResponse;
     try {
@@ -124,16 +197,16 @@ export class ReadThrough {
       });
       assertWellFormed(response);
     } catch (error) {
-      const stale = this.staleFallback(route, held, error);
+      const stale = this.staleFallback(route, fallback, error);
       if (stale) return stale;
       throw error;
     }
+    const upstreamSeconds = (this.now() - started) / 1000;
     if (response.status >= 500) {
       // Stale data beats an error; without it the client gets the upstream's own 5xx.
       const failure = new UpstreamError('5xx', response.upstream, `upstream answered ${response.status}`);
-      return this.staleFallback(route, held, failure) ?? this.bypass(response);
+      return this.staleFallback(route, fallback, failure) ?? { ...this.bypass(response), upstreamSeconds };
     }
-    const upstreamSeconds = (this.now() - started) / 1000;
     if (response.status === 304 && conditional) {
       this.deps.observer?.onRevalidation?.('not_modified');
       const refreshed = await this.refresh(conditional, route, request);
@@ -151,21 +224,16 @@ export class ReadThrough {
    */
   private async refresh(entry: CacheEntry, route: RouteSpec, request: CanonicalRequest): Promise<CacheEntry> {
     const chain = this.deps.chain();
-    const classification = classify({
-      policy: route.policy,
-      facts: request.facts,
-      status: entry.status,
-      body: entry.body,
-      chain,
-      finalTxHeight: await this.finalTxHeight(request),
-    }) ?? { cls: entry.cls, height: entry.height };
-    return {
-      ...entry,
-      cls: classification.cls,
-      height: classification.height,
-      validatedAt: this.now(),
-      tipHash: classification.cls === 'final' ? undefined : chain.tipHash,
-    };
+    const classification =
+      classify({
+        policy: route.policy,
+        facts: request.facts,
+        status: entry.status,
+        body: entry.body,
+        chain,
+        finalTxHeight: await this.finalTxHeight(request),
+      }) ?? { cls: entry.cls, height: entry.height };
+    return { ...entry, ...this.stamp(classification, chain) };
   }
 
   /** Stores the answer when the policy gives it a class; otherwise passes it through. */
@@ -185,6 +253,18 @@ export class ReadThrough {
     return { cacheStatus: 'MISS', entry };
   }
 
+  /** Class, validation time and the tip it was validated under. */
+  stamp(classification: Classification, chain: ChainView): Pick<CacheEntry, 'cls' | 'height' | 'validatedAt' | 'tipHash' | 'tipHeight'> {
+    const final = classification.cls === 'final';
+    return {
+      cls: classification.cls,
+      height: classification.height,
+      validatedAt: this.now(),
+      tipHash: final ? undefined : chain.tipHash,
+      tipHeight: final ? undefined : chain.tipHeight,
+    };
+  }
+
   buildEntry(response: UpstreamResponse, classification: Classification, chain: ChainView): CacheEntry {
     const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
     return {
@@ -193,10 +273,7 @@ export class ReadThrough {
       headers: forwardedHeaders(response),
       upstreamEtag,
       etag: upstreamEtag ?? bodyEtag(response.body),
-      cls: classification.cls,
-      validatedAt: this.now(),
-      tipHash: classification.cls === 'final' ? undefined : chain.tipHash,
-      height: classification.height,
+      ...this.stamp(classification, chain),
     };
   }
 
@@ -208,6 +285,7 @@ export class ReadThrough {
         body: response.body,
         headers: forwardedHeaders(response, ['cache-control', 'location']),
         etag: response.headers.etag ?? '',
+        // Not stored and never labelled with a class (the writer ignores it for BYPASS).
         cls: 'mempool',
         validatedAt: this.now(),
       },
@@ -224,13 +302,8 @@ export class ReadThrough {
 
   private staleFallback(route: RouteSpec, held: CacheEntry | undefined, error: unknown): ReadResult | undefined {
     if (!held || !(error instanceof UpstreamError)) return undefined;
-    if (this.now() - held.validatedAt > this.deps.staleIfErrorMs + this.maxAgeOf(held)) return undefined;
+    if (!isUsableWhenFailing(held, this.now(), this.deps.chain(), this.deps.ttl, this.deps.stale)) return undefined;
     this.deps.observer?.onStale?.(route.id, error.kind, held.cls);
     return { cacheStatus: 'STALE', entry: held };
-  }
-
-  private maxAgeOf(entry: CacheEntry): number {
-    if (entry.cls === 'final') return Infinity;
-    return entry.cls === 'tip' ? this.deps.ttl.tipSafetyMs : this.deps.ttl.mempoolMs;
   }
 }

@@ -3,10 +3,11 @@
  * ioredis. Every command has a short timeout and nothing queues while disconnected, so
  * a dead Redis makes lookups miss quickly instead of making requests wait.
  */
+import { randomUUID } from 'node:crypto';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { decodeEntry, encodeEntry, type CacheEntry } from './entry.js';
 import { parseRedisUrl } from './redis-url.js';
-import type { CacheStore, StoreObserver } from './store.js';
+import type { CacheStore, SharedLock, StoreObserver } from './store.js';
 
 export interface RedisStoreOptions {
   url: string;
@@ -43,7 +44,10 @@ export function createRedisClient(url: string, commandTimeoutMs: number): Client
   return new Redis(url, common);
 }
 
-export class RedisStore implements CacheStore {
+// Deletes the lock only if it still holds our token (it may have expired and been retaken).
+const RELEASE_LOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+export class RedisStore implements CacheStore, SharedLock {
   readonly tier = 'redis' as const;
   private readonly client: Client;
 
@@ -77,6 +81,31 @@ export class RedisStore implements CacheStore {
 
   async delete(key: string): Promise<void> {
     await this.timed('del', () => this.client.del(key));
+  }
+
+  async acquire(key: string, ttlMs: number): Promise<(() => Promise<void>) | 'busy' | undefined> {
+    const token = randomUUID();
+    try {
+      const reply = await this.timed('set', () => this.client.set(key, token, 'PX', ttlMs, 'NX'));
+      if (reply !== 'OK') return 'busy';
+    } catch {
+      return undefined;
+    }
+    return async () => {
+      try {
+        await this.timed('eval', () => this.client.eval(RELEASE_LOCK, 1, key, token));
+      } catch {
+        // It expires by itself.
+      }
+    };
+  }
+
+  async isHeld(key: string): Promise<boolean> {
+    try {
+      return (await this.timed('exists', () => this.client.exists(key))) === 1;
+    } catch {
+      return false;
+    }
   }
 
   /** Keys in the database and Redis' used_memory, for gauges; undefined when Redis does not answer. */

@@ -22,3 +22,10 @@ export interface StoreObserver {
   onDecodeFailure?(tier: Tier): void;
   onCommand?(command: string, seconds: number): void;
 }
+
+/** A lock shared by instances (Redis), so one of them fetches a miss while the others wait. */
+export interface SharedLock {
+  /** The release function when acquired, 'busy' when another holder has it, undefined when unavailable. */
+  acquire(key: string, ttlMs: number): Promise<(() => Promise<void>) | 'busy' | undefined>;
+  isHeld(key: string): Promise<boolean>;
+}

@@ -51,11 +51,14 @@ export class TieredStore {
     }
   }
 
-  /** Writes memory at once and the shared tier in the background: a slow Redis never delays an answer. */
-  set(key: string, entry: CacheEntry): Promise<void> {
+  /**
+   * Writes memory at once and the shared tier in the background: a slow Redis never delays an
+   * answer. `memoryOnly` is for entries just read from the shared tier.
+   */
+  set(key: string, entry: CacheEntry, options: { memoryOnly?: boolean } = {}): Promise<void> {
     const retainMs = this.retention(entry);
     this.memory.put(key, entry, retainMs);
-    if (!this.shared) return Promise.resolve();
+    if (!this.shared || options.memoryOnly) return Promise.resolve();
     return this.shared.set(key, entry, retainMs).catch((error: unknown) => this.observer.onError?.('redis', 'set', error));
   }
 

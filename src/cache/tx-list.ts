@@ -133,10 +133,7 @@ export class TxListReader {
         body,
         headers: {},
         etag: '',
-        cls: classification.cls,
-        validatedAt: this.now(),
-        tipHash: classification.cls === 'final' ? undefined : chain.tipHash,
-        height: classification.height,
+        ...this.readThrough.stamp(classification, chain),
         listItem: { found: member.found === true, minedHeight },
       };
       entries.set(key, entry);

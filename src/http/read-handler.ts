@@ -8,7 +8,7 @@ import { validateRequest } from '../routes/validate.js';
 import type { ReadThrough, ReadResult } from '../cache/read-through.js';
 import type { TxListReader } from '../cache/tx-list.js';
 import { UpstreamError } from '../upstream/errors.js';
-import { badGateway, gatewayTimeout } from '../errors.js';
+import { badGateway, gatewayTimeout, serviceUnavailable } from '../errors.js';
 import { sendError, sendHit, sendRedirect, sendResult } from './respond.js';
 import type { RequestRecord } from './request-log.js';
 
@@ -23,8 +23,12 @@ function rawQueryOf(url: string): string {
   return mark < 0 ? '' : url.slice(mark + 1);
 }
 
-function upstreamFailure(error: unknown) {
-  if (error instanceof UpstreamError && error.kind === 'timeout') return gatewayTimeout('The upstream API did not answer in time');
+// Clients should come back soon: queues drain within seconds.
+const OVERLOAD_RETRY_AFTER_SECONDS = '1';
+
+function upstreamFailure(error: UpstreamError) {
+  if (error.kind === 'timeout') return gatewayTimeout('The upstream API did not answer in time');
+  if (error.kind === 'overloaded') return serviceUnavailable('The upstream API is overloaded; retry shortly');
   return badGateway('The upstream API is unavailable');
 }
 
@@ -74,7 +78,8 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         if (!(error instanceof UpstreamError)) return next(error);
         record.cache = 'MISS';
         record.upstreamError = error.kind;
-        record.status = sendError(res, upstreamFailure(error), 'MISS');
+        const retryAfter = error.kind === 'overloaded' ? ['retry-after', OVERLOAD_RETRY_AFTER_SECONDS] : [];
+        record.status = sendError(res, upstreamFailure(error), 'MISS', retryAfter);
       },
     );
   };

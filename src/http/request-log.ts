@@ -33,6 +33,7 @@ export function requestLog(logger: Logger, metrics: Metrics) {
       const status = record.status ?? res.statusCode;
       metrics.httpRequests.inc({ route, method: req.method, status: String(status), cache });
       metrics.httpDuration.observe({ route, cache }, seconds);
+      if (record.upstreamError === 'overloaded') metrics.overloadRejections.inc({ route });
       logger.info({
         reqId: requestId,
         method: req.method,

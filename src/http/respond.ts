@@ -82,9 +82,9 @@ function sendBypass(res: ServerResponse, entry: CacheEntry): number {
 }
 
 /** An answer the proxy gives itself (validation errors): upstream shape, never cached. */
-export function sendError(res: ServerResponse, error: ErrorReply, status: CacheStatus | 'NONE' = 'BYPASS'): number {
+export function sendError(res: ServerResponse, error: ErrorReply, status: CacheStatus | 'NONE' = 'BYPASS', extra: string[] = []): number {
   const body = Buffer.from(error.body, 'utf8');
-  const headers = ['content-type', JSON_TYPE, 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS];
+  const headers = ['content-type', JSON_TYPE, 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS, ...extra];
   if (status !== 'NONE') headers.push('x-cache', status);
   res.writeHead(error.status, headers);
   res.end(body);

@@ -43,7 +43,8 @@ function parseJson<T>(body: Buffer): T | undefined {
 
 export class ChainTipTracker {
   private current: ChainTip | undefined;
-  private etag: string | undefined;
+  /** Last tip and ETag each upstream sent, for If-None-Match. */
+  private readonly perUpstream = new Map<string, { etag: string; tip: ChainTip }>();
   private finalStacksHeight: number | undefined;
   private finalityBurnHeight: number | undefined;
   private readonly reorgs: ReorgRecord[] = [];
@@ -100,30 +101,50 @@ export class ChainTipTracker {
     return this.polling;
   }
 
+  /**
+   * Polls every upstream (the poll is also their health check and lag measure); the highest
+   * tip any of them reports is the chain tip, and that upstream answers the follow-up checks.
+   */
   private async poll(): Promise<void> {
-    const headers: Record<string, string> = this.etag ? { 'if-none-match': this.etag } : {};
-    const response = await this.upstream.get({ path: '/extended', route: 'chain_tip', headers });
-    if (response.status === 304) {
-      this.lastSuccessAt = this.now();
-      return;
+    const answers = await Promise.all(this.upstream.origins.map((origin) => this.pollUpstream(origin)));
+    let best: { origin: string; tip: ChainTip } | undefined;
+    for (const answer of answers) {
+      if (answer && (!best || answer.tip.height > best.tip.height)) best = answer;
     }
-    if (response.status !== 200) throw new Error(`chain tip poll answered ${response.status}`);
-    const tip = parseJson<StatusBody>(response.body)?.chain_tip;
-    if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
-      throw new Error('chain tip poll answered without a chain_tip');
-    }
+    if (!best) throw new Error('no upstream answered the chain tip poll');
     this.lastSuccessAt = this.now();
-    this.etag = response.headers.etag;
-    const next: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
-    if (next.indexBlockHash !== this.current?.indexBlockHash) await this.advanceTo(next);
-    await this.refreshFinality(next.burnHeight);
+    if (best.tip.indexBlockHash !== this.current?.indexBlockHash) await this.advanceTo(best.tip, best.origin);
+    await this.refreshFinality(best.tip.burnHeight, best.origin);
     this.publish();
   }
 
-  private async advanceTo(next: ChainTip): Promise<void> {
+  /** One upstream's tip: a 304 repeats the last one it sent. Failures leave it out. */
+  private async pollUpstream(origin: string): Promise<{ origin: string; tip: ChainTip } | undefined> {
+    const known = this.perUpstream.get(origin);
+    const headers: Record<string, string> = known ? { 'if-none-match': known.etag } : {};
+    let response;
+    try {
+      response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers });
+    } catch (error) {
+      this.observer.onError?.(error);
+      return undefined;
+    }
+    if (response.status === 304 && known) return { origin, tip: known.tip };
+    const tip = response.status === 200 ? parseJson<StatusBody>(response.body)?.chain_tip : undefined;
+    if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
+      this.observer.onError?.(new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`));
+      return undefined;
+    }
+    const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
+    if (response.headers.etag) this.perUpstream.set(origin, { etag: response.headers.etag, tip: parsed });
+    this.upstream.reportTip(origin, parsed.height);
+    return { origin, tip: parsed };
+  }
+
+  private async advanceTo(next: ChainTip, origin: string): Promise<void> {
     const previous = this.current;
-    if (previous && !(await this.extends(previous, next))) {
-      const forkHeight = await this.findForkHeight(Math.min(previous.height, next.height));
+    if (previous && !(await this.extends(previous, next, origin))) {
+      const forkHeight = await this.findForkHeight(Math.min(previous.height, next.height), origin);
       const record = { at: this.now(), forkHeight };
       this.reorgs.push(record);
       if (this.reorgs.length > REORG_RECORDS_KEPT) this.reorgs.shift();
@@ -139,32 +160,32 @@ export class ChainTipTracker {
   }
 
   /** The new tip extends the old one when the old tip is still the canonical block at its height. */
-  private async extends(previous: ChainTip, next: ChainTip): Promise<boolean> {
+  private async extends(previous: ChainTip, next: ChainTip, origin: string): Promise<boolean> {
     if (next.height <= previous.height) return false;
-    return (await this.canonicalHashAt(previous.height)) === previous.indexBlockHash;
+    return (await this.canonicalHashAt(previous.height, origin)) === previous.indexBlockHash;
   }
 
-  private async findForkHeight(start: number): Promise<number> {
+  private async findForkHeight(start: number, origin: string): Promise<number> {
     const lowest = Math.max(0, start - this.settings.reorgMaxWalk);
     for (let height = start; height > lowest; height--) {
       const remembered = this.seen.get(height);
       if (remembered === undefined) continue;
-      if ((await this.canonicalHashAt(height)) === remembered) return height;
+      if ((await this.canonicalHashAt(height, origin)) === remembered) return height;
     }
     return lowest;
   }
 
-  private async canonicalHashAt(height: number): Promise<string | undefined> {
-    const response = await this.upstream.get({ path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
+  private async canonicalHashAt(height: number, origin: string): Promise<string | undefined> {
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
     if (response.status !== 200) return undefined;
     return parseJson<{ index_block_hash?: string }>(response.body)?.index_block_hash;
   }
 
   /** The highest Stacks block in the burn block `burnConfirmations` deep is the final watermark. */
-  private async refreshFinality(burnHeight: number): Promise<void> {
+  private async refreshFinality(burnHeight: number, origin: string): Promise<void> {
     const target = burnHeight - this.settings.burnConfirmations;
     if (target < 0 || target === this.finalityBurnHeight) return;
-    const response = await this.upstream.get({ path: `/extended/v1/block/by_burn_block_height/${target}`, route: 'chain_tip' });
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v1/block/by_burn_block_height/${target}`, route: 'chain_tip' });
     if (response.status === 200) {
       const block = parseJson<{ height?: number; canonical?: boolean }>(response.body);
       if (typeof block?.height === 'number' && block.canonical !== false) this.finalStacksHeight = block.height;

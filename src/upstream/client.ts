@@ -1,11 +1,15 @@
 /**
  * The upstream client: one undici Pool per upstream, with connect, headers and body
- * timeouts and a body size cap. The only module that imports undici. A request goes to the
- * first upstream that is not cooling down after failures; a transport failure moves on
- * to the next one. Statuses (also 5xx) are returned, not thrown: callers decide.
+ * timeouts, a body size cap, a circuit breaker, a bounded request queue, and lag awareness.
+ * The only module that imports undici. `get` retries an idempotent request on the next
+ * usable upstream with backoff, within a total deadline. Statuses are returned, not
+ * thrown; when every attempt answered 5xx the last such answer is returned.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
+import { CircuitBreaker, type BreakerState } from './breaker.js';
 import { classifyTransportError, UpstreamError } from './errors.js';
+import { QueueFullError, Semaphore } from './semaphore.js';
 
 export interface UpstreamSettings {
   urls: string[];
@@ -14,9 +18,14 @@ export interface UpstreamSettings {
   bodyTimeoutMs: number;
   maxBodyBytes: number;
   connectionsPerUpstream: number;
-  /** Consecutive transport failures after which an upstream is skipped for `cooldownMs`. */
   failureThreshold: number;
   cooldownMs: number;
+  maxAttempts: number;
+  retryBackoffMs: number;
+  requestDeadlineMs: number;
+  maxConcurrent: number;
+  maxQueue: number;
+  maxLagBlocks: number;
 }
 
 export interface UpstreamResponse {
@@ -29,20 +38,35 @@ export interface UpstreamResponse {
 export interface UpstreamObserver {
   onResponse?(upstream: string, route: string, status: number, seconds: number): void;
   onError?(upstream: string, route: string, error: UpstreamError, seconds: number): void;
+  onRetry?(route: string, upstream: string, reason: string): void;
+  onBreaker?(upstream: string, state: BreakerState): void;
+  onLag?(upstream: string, lagging: boolean, lagBlocks: number): void;
 }
 
 export interface UpstreamRequest {
   path: string;
-  /** Route id, for metrics labels only. */
+  /** Route id, for metrics labels and logs only. */
   route: string;
   headers?: Record<string, string>;
+}
+
+export interface UpstreamStatus {
+  origin: string;
+  breaker: BreakerState;
+  tipHeight?: number;
+  lagBlocks?: number;
+  usable: boolean;
+  inFlight: number;
+  queued: number;
 }
 
 interface Upstream {
   origin: string;
   pool: Pool;
-  consecutiveFailures: number;
-  coolUntil: number;
+  breaker: CircuitBreaker;
+  gate: Semaphore;
+  tipHeight?: number;
+  lagging: boolean;
 }
 
 function flattenHeaders(raw: Record<string, string | string[] | undefined>): Record<string, string> {
@@ -52,6 +76,9 @@ function flattenHeaders(raw: Record<string, string | string[] | undefined>): Rec
   }
   return headers;
 }
+
+/** Exponential backoff with ±50% jitter, so retries from many requests do not line up. */
+const backoffMs = (base: number, retry: number): number => base * 2 ** (retry - 1) * (0.5 + Math.random());
 
 export class UpstreamClient {
   private readonly upstreams: Upstream[];
@@ -70,61 +97,127 @@ export class UpstreamClient {
         bodyTimeout: settings.bodyTimeoutMs,
         maxResponseSize: settings.maxBodyBytes,
       });
-      return { origin, pool, consecutiveFailures: 0, coolUntil: 0 };
+      return {
+        origin,
+        pool,
+        breaker: new CircuitBreaker(settings),
+        gate: new Semaphore(settings.maxConcurrent, settings.maxQueue),
+        lagging: false,
+      };
     });
   }
 
-  /** Origins in the order a request would try them now. */
-  candidates(): string[] {
-    return this.ordered().map((u) => u.origin);
+  get origins(): string[] {
+    return this.upstreams.map((u) => u.origin);
   }
 
-  /** The first upstream a passthrough request should use. */
+  /** Per-upstream health, for /ready, metrics and logs. */
+  status(): UpstreamStatus[] {
+    const now = this.now();
+    return this.upstreams.map((u) => ({
+      origin: u.origin,
+      breaker: u.breaker.state(now),
+      tipHeight: u.tipHeight,
+      lagBlocks: this.lagOf(u),
+      usable: u.breaker.state(now) !== 'open' && !u.lagging,
+      inFlight: u.gate.inFlight,
+      queued: u.gate.queued,
+    }));
+  }
+
+  /** The upstream a passthrough request should use: the first usable one, else the first. */
   preferredOrigin(): string {
-    const first = this.ordered()[0] ?? this.upstreams[0];
-    if (!first) throw new Error('no upstream configured');
-    return first.origin;
+    const now = this.now();
+    const usable = this.upstreams.find((u) => u.breaker.state(now) !== 'open' && !u.lagging) ?? this.upstreams[0];
+    if (!usable) throw new Error('no upstream configured');
+    return usable.origin;
   }
 
-  isHealthy(origin: string): boolean {
+  /** The tracker reports each upstream's tip height; an upstream too far behind is not read from. */
+  reportTip(origin: string, height: number): void {
     const upstream = this.upstreams.find((u) => u.origin === origin);
-    return upstream !== undefined && upstream.coolUntil <= this.now();
+    if (!upstream) return;
+    upstream.tipHeight = height;
+    for (const u of this.upstreams) {
+      const lag = this.lagOf(u);
+      const lagging = lag !== undefined && lag > this.settings.maxLagBlocks;
+      if (lagging !== u.lagging) {
+        u.lagging = lagging;
+        this.observer.onLag?.(u.origin, lagging, lag ?? 0);
+      }
+    }
   }
 
+  /** An idempotent GET with failover and retries (see the module comment). */
   async get(request: UpstreamRequest): Promise<UpstreamResponse> {
+    const deadline = this.now() + this.settings.requestDeadlineMs;
+    const tried = new Set<Upstream>();
     let lastError: UpstreamError | undefined;
-    for (const upstream of this.ordered()) {
+    let lastServerError: UpstreamResponse | undefined;
+    for (let attempt = 0; attempt < this.settings.maxAttempts; attempt++) {
+      const upstream = this.pick(tried);
+      if (!upstream) break;
+      if (attempt > 0) {
+        const pause = backoffMs(this.settings.retryBackoffMs, attempt);
+        if (this.now() + pause >= deadline) break;
+        this.observer.onRetry?.(request.route, upstream.origin, lastError?.kind ?? '5xx');
+        await sleep(pause);
+      }
+      tried.add(upstream);
       try {
-        return await this.send(upstream, request);
+        const response = await this.send(upstream, request, deadline);
+        if (response.status < 500) return response;
+        lastServerError = response;
       } catch (error) {
         lastError = classifyTransportError(error, upstream.origin);
       }
     }
-    throw lastError ?? new UpstreamError('connect', 'none', 'no upstream configured');
+    if (lastServerError) return lastServerError;
+    throw lastError ?? new UpstreamError('connect', 'none', 'no usable upstream (every circuit breaker is open)');
   }
 
-  /** GET against one named upstream (the chain-tip poll checks each upstream). */
+  /** One attempt against one named upstream: the chain-tip poll, which is also the health check. */
   async getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse> {
     const upstream = this.upstreams.find((u) => u.origin === origin);
     if (!upstream) throw new UpstreamError('connect', origin, `unknown upstream ${origin}`);
-    try {
-      return await this.send(upstream, request);
-    } catch (error) {
-      throw classifyTransportError(error, origin);
-    }
+    return this.send(upstream, request, this.now() + this.settings.requestDeadlineMs);
   }
 
   async close(): Promise<void> {
     await Promise.all(this.upstreams.map((u) => u.pool.close().catch(() => u.pool.destroy())));
   }
 
-  /** Healthy upstreams first, in configured order; cooling ones last, so something is always tried. */
-  private ordered(): Upstream[] {
+  private lagOf(upstream: Upstream): number | undefined {
+    if (upstream.tipHeight === undefined) return undefined;
     const now = this.now();
-    return [...this.upstreams.filter((u) => u.coolUntil <= now), ...this.upstreams.filter((u) => u.coolUntil > now)];
+    // Best tip among upstreams that are not failing: a dead leader must not make the rest "lag".
+    const heights = this.upstreams
+      .filter((u) => u.breaker.state(now) !== 'open' && u.tipHeight !== undefined)
+      .map((u) => u.tipHeight as number);
+    return heights.length === 0 ? 0 : Math.max(...heights) - upstream.tipHeight;
   }
 
-  private async send(upstream: Upstream, request: UpstreamRequest): Promise<UpstreamResponse> {
+  /** The first upstream in configured order that is usable, preferring ones not tried yet. */
+  private pick(tried: Set<Upstream>): Upstream | undefined {
+    const now = this.now();
+    const order = [...this.upstreams.filter((u) => !tried.has(u)), ...this.upstreams.filter((u) => tried.has(u))];
+    const fresh = order.filter((u) => !u.lagging);
+    // Lagging upstreams only when nothing else is left: old data beats none.
+    for (const upstream of [...fresh, ...order.filter((u) => u.lagging)]) {
+      if (upstream.breaker.tryAcquire(now)) return upstream;
+    }
+    return undefined;
+  }
+
+  private async send(upstream: Upstream, request: UpstreamRequest, deadline: number): Promise<UpstreamResponse> {
+    let release: () => void;
+    try {
+      release = await upstream.gate.acquire();
+    } catch (error) {
+      upstream.breaker.release(); // a full queue says nothing about the upstream's health
+      if (error instanceof QueueFullError) throw new UpstreamError('overloaded', upstream.origin, `request queue full for ${upstream.origin}`);
+      throw error;
+    }
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
     try {
@@ -132,28 +225,28 @@ export class UpstreamClient {
         method: 'GET',
         path: request.path,
         headers: { accept: 'application/json', ...request.headers },
+        signal: AbortSignal.timeout(Math.max(1, deadline - this.now())),
       });
       const body = Buffer.from(await response.body.arrayBuffer());
-      this.recordSuccess(upstream);
       this.observer.onResponse?.(upstream.origin, request.route, response.statusCode, seconds());
+      if (response.statusCode >= 500) this.recordFailure(upstream);
+      else this.recordSuccess(upstream);
       return { upstream: upstream.origin, status: response.statusCode, headers: flattenHeaders(response.headers), body };
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);
       this.recordFailure(upstream);
       this.observer.onError?.(upstream.origin, request.route, failure, seconds());
       throw failure;
+    } finally {
+      release();
     }
   }
 
   private recordSuccess(upstream: Upstream): void {
-    upstream.consecutiveFailures = 0;
-    upstream.coolUntil = 0;
+    if (upstream.breaker.onSuccess()) this.observer.onBreaker?.(upstream.origin, 'closed');
   }
 
   private recordFailure(upstream: Upstream): void {
-    upstream.consecutiveFailures += 1;
-    if (upstream.consecutiveFailures >= this.settings.failureThreshold) {
-      upstream.coolUntil = this.now() + this.settings.cooldownMs;
-    }
+    if (upstream.breaker.onFailure(this.now())) this.observer.onBreaker?.(upstream.origin, 'open');
   }
 }

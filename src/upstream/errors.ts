@@ -2,7 +2,12 @@
  * Transport failures toward an upstream. An upstream's HTTP answer, whatever its status,
  * is data and is returned; only these are thrown.
  */
-export type UpstreamErrorKind = 'timeout' | 'connect' | 'reset' | '5xx' | 'invalid';
+/**
+ * timeout: no answer in time; connect: unreachable (or no healthy upstream); reset: the
+ * connection broke; 5xx: an upstream server error; invalid: a body that is not what it
+ * claims; overloaded: every usable upstream's request queue is full.
+ */
+export type UpstreamErrorKind = 'timeout' | 'connect' | 'reset' | '5xx' | 'invalid' | 'overloaded';
 
 export class UpstreamError extends Error {
   constructor(
@@ -23,6 +28,11 @@ const INVALID_CODES = new Set(['UND_ERR_RES_EXCEEDED_MAX_SIZE', 'HPE_INVALID_CON
 /** One table maps an undici/Node error code to the kind of failure. */
 export function classifyTransportError(error: unknown, upstream: string): UpstreamError {
   if (error instanceof UpstreamError) return error;
+  const name = (error as { name?: string } | undefined)?.name ?? '';
+  // The request deadline aborts through an AbortSignal.timeout().
+  if (name === 'TimeoutError' || name === 'AbortError') {
+    return new UpstreamError('timeout', upstream, `timeout from ${upstream}: request deadline passed`, { cause: error });
+  }
   const code = (error as { code?: string } | undefined)?.code ?? '';
   const kind: UpstreamErrorKind = TIMEOUT_CODES.has(code)
     ? 'timeout'

@@ -108,7 +108,7 @@ describe('mempool class', () => {
     const first = await fetchRaw(p.url + path);
     expect((await fetchRaw(p.url + path)).headers.get('x-cache')).toBe('HIT');
 
-    clock += 2_500; // past the 2 s mempool TTL
+    clock += 4_500; // past the 2 s mempool TTL and the 2 s stale-while-revalidate window
     upstream.resetCounts();
     const revalidated = await fetchRaw(p.url + path);
     expect(revalidated.headers.get('x-cache')).toBe('REVALIDATED');
@@ -119,10 +119,46 @@ describe('mempool class', () => {
     expect(await metricValue(p, 'stacks_proxy_revalidations_total', { result: 'not_modified' })).toBe(1);
 
     upstream.setMempoolChanged();
-    clock += 2_500;
+    clock += 4_500;
     const changed = await fetchRaw(p.url + path);
     expect(changed.headers.get('x-cache')).toBe('MISS');
     expect(changed.headers.get('etag')).not.toBe(first.headers.get('etag'));
+  });
+});
+
+describe('stale-while-revalidate', () => {
+  it('serves a just-expired mempool entry at once and refreshes it in the background, once', async () => {
+    let clock = Date.now();
+    const p = await start({}, () => clock);
+    const path = '/extended/v1/tx/mempool/stats';
+    const first = await fetchRaw(p.url + path);
+    upstream.setMempoolChanged();
+    clock += 2_500; // past the TTL, within the stale-while-revalidate window
+    upstream.resetCounts();
+    upstream.setDelay(300, /mempool\/stats/);
+
+    const served = await Promise.all(Array.from({ length: 5 }, () => fetchRaw(p.url + path)));
+    for (const response of served) {
+      expect(response.headers.get('x-cache')).toBe('STALE');
+      expect(response.body.equals(first.body)).toBe(true);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(upstream.count(path)).toBe(1);
+    const refreshed = await fetchRaw(p.url + path);
+    expect(refreshed.headers.get('x-cache')).toBe('HIT');
+    expect(refreshed.headers.get('etag')).not.toBe(first.headers.get('etag'));
+    expect(await metricValue(p, 'stacks_proxy_stale_served_total', { reason: 'revalidating' })).toBe(5);
+  });
+
+  it('does not serve mempool entries from an older tip while refreshing', async () => {
+    const p = await start();
+    const id = upstream.addPendingTx();
+    await fetchRaw(`${p.url}/extended/v1/tx/${id}`);
+    upstream.confirmTx(id);
+    await p.tracker.pollOnce();
+    const after = await fetchRaw(`${p.url}/extended/v1/tx/${id}`);
+    expect(after.headers.get('x-cache')).not.toBe('STALE');
+    expect(JSON.parse(after.body.toString()).tx_status).toBe('success');
   });
 });
 

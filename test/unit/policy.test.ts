@@ -8,6 +8,7 @@ import {
   cacheControlFor,
   classify,
   evaluate,
+  isUsableWhenFailing,
   retentionMs,
   type ChainView,
   type ClassifyInput,
@@ -27,7 +28,8 @@ const CHAIN: ChainView = {
   finalStacksHeight: FINAL_STACKS,
   reorgs: [],
 };
-const TTL: TtlSettings = { tipSafetyMs: 60_000, mempoolMs: 2_000, retainExpiredMs: 300_000 };
+// stale-while-revalidate off here; its own cases below switch it on.
+const TTL: TtlSettings = { tipSafetyMs: 60_000, mempoolMs: 2_000, staleWhileRevalidateMs: 0, retainExpiredMs: 300_000 };
 
 const json = (value: unknown): Buffer => Buffer.from(JSON.stringify(value), 'utf8');
 
@@ -379,5 +381,54 @@ describe('retention and Cache-Control', () => {
     expect(cacheControlFor('final')).toBe('public, max-age=31536000, immutable');
     expect(cacheControlFor('tip')).toBe('public, no-cache, must-revalidate');
     expect(cacheControlFor('mempool')).toBe('public, no-cache, must-revalidate');
+  });
+});
+
+describe('stale-while-revalidate and stale-if-error', () => {
+  const NOW = 1_000_000;
+  const swr: TtlSettings = { ...TTL, staleWhileRevalidateMs: 3_000 };
+  const mempoolEntry = (age: number, tipHash = '0xtip'): CacheEntry => ({
+    status: 200,
+    body: Buffer.from('{}'),
+    headers: {},
+    etag: '"e"',
+    upstreamEtag: '"e"',
+    cls: 'mempool',
+    validatedAt: NOW - age,
+    tipHash,
+  });
+
+  it('serves a just-expired mempool entry while it refreshes, under the same tip only', () => {
+    expect(evaluate(mempoolEntry(1_000), NOW, CHAIN, swr)).toBe('fresh');
+    expect(evaluate(mempoolEntry(2_500), NOW, CHAIN, swr)).toBe('stale-while-revalidate');
+    expect(evaluate(mempoolEntry(5_500), NOW, CHAIN, swr)).toBe('revalidate');
+    expect(evaluate(mempoolEntry(2_500, '0xold'), NOW, CHAIN, swr)).toBe('revalidate');
+    expect(evaluate(mempoolEntry(2_500), NOW, CHAIN, TTL)).toBe('revalidate');
+  });
+
+  it('never softens tip entries', () => {
+    const tipEntry: CacheEntry = { ...mempoolEntry(61_000), cls: 'tip' };
+    expect(evaluate(tipEntry, NOW, CHAIN, swr)).toBe('revalidate');
+  });
+
+  const stale = { staleIfErrorMs: 300_000, staleIfErrorMaxBlocks: 3 };
+  const chainAt = (tipHeight: number): ChainView => ({ ...CHAIN, tipHeight });
+
+  it('lets an expired entry stand in for a failed upstream within the window', () => {
+    expect(isUsableWhenFailing(mempoolEntry(200_000), NOW, CHAIN, TTL, stale)).toBe(true);
+    expect(isUsableWhenFailing(mempoolEntry(303_000), NOW, CHAIN, TTL, stale)).toBe(false);
+  });
+
+  it('refuses tip entries too many blocks behind, and anything a reorg made suspect', () => {
+    const tipEntry: CacheEntry = { ...mempoolEntry(70_000), cls: 'tip', tipHeight: 100 };
+    expect(isUsableWhenFailing(tipEntry, NOW, chainAt(103), TTL, stale)).toBe(true);
+    expect(isUsableWhenFailing(tipEntry, NOW, chainAt(104), TTL, stale)).toBe(false);
+    const reorged: ChainView = { ...chainAt(101), reorgs: [{ at: NOW - 1, forkHeight: 99 }] };
+    expect(isUsableWhenFailing(tipEntry, NOW, reorged, TTL, stale)).toBe(false);
+  });
+
+  it('always lets final entries stand in', () => {
+    const finalEntry: CacheEntry = { ...mempoolEntry(10_000_000), cls: 'final', height: 5 };
+    expect(isUsableWhenFailing(finalEntry, NOW, CHAIN, TTL, stale)).toBe(true);
   });
 });
