@@ -22,8 +22,6 @@ export interface AppDeps extends ReadHandlerDeps {
   logger: Logger;
   metrics: Metrics;
   readiness: () => Readiness;
-  /** Refreshes gauges (store sizes, tip age) right before a scrape. */
-  beforeScrape?: () => Promise<void> | void;
   passthrough?: Passthrough;
 }
 
@@ -44,7 +42,6 @@ export function createApp(deps: AppDeps): express.Express {
     res.status(readiness.ready ? 200 : 503).json({ status: readiness.ready ? 'ready' : 'not_ready', ...readiness });
   });
   app.get('/metrics', async (_req, res) => {
-    await deps.beforeScrape?.();
     res.setHeader('content-type', deps.metrics.registry.contentType);
     res.end(await deps.metrics.registry.metrics());
   });

@@ -10,10 +10,23 @@ const PREFIX = 'stacks_proxy_';
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const REDIS_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
-export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+/**
+ * Gauges that describe state (store sizes, tip age, upstream health) are read from their
+ * owners whenever the registry is read, so /metrics and tests see the same current values.
+ */
+export interface GaugeCollectors {
+  cache?: () => Promise<void> | void;
+  chainTip?: () => void;
+  upstreams?: () => void;
+}
+
+export function createMetrics(options: { defaultMetrics?: boolean; collect?: GaugeCollectors } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: PREFIX });
   const registers = [registry];
+  const collect = options.collect ?? {};
+  const viaCollector = (collector: (() => Promise<void> | void) | undefined) =>
+    collector ? { collect: async () => void (await collector()) } : {};
 
   return {
     registry,
@@ -37,12 +50,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       registers,
     }),
     cacheEntries: new Gauge({
+      ...viaCollector(collect.cache),
       name: `${PREFIX}cache_entries`,
       help: 'Entries held by a cache tier (redis: keys in the database).',
       labelNames: ['tier'] as const,
       registers,
     }),
     cacheBytes: new Gauge({
+      ...viaCollector(collect.cache),
       name: `${PREFIX}cache_bytes`,
       help: 'Bytes held by a cache tier (redis: used_memory).',
       labelNames: ['tier'] as const,
@@ -80,24 +95,28 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       registers,
     }),
     upstreamUp: new Gauge({
+      ...viaCollector(collect.upstreams),
       name: `${PREFIX}upstream_up`,
       help: '1 when an upstream is used for reads (circuit breaker not open, not lagging), else 0.',
       labelNames: ['upstream'] as const,
       registers,
     }),
     upstreamBreakerOpen: new Gauge({
+      ...viaCollector(collect.upstreams),
       name: `${PREFIX}upstream_breaker_open`,
       help: '1 while an upstream circuit breaker is open (after consecutive failures), else 0.',
       labelNames: ['upstream'] as const,
       registers,
     }),
     upstreamLagBlocks: new Gauge({
+      ...viaCollector(collect.upstreams),
       name: `${PREFIX}upstream_lag_blocks`,
       help: 'Blocks an upstream tip is behind the best upstream tip.',
       labelNames: ['upstream'] as const,
       registers,
     }),
     upstreamInFlight: new Gauge({
+      ...viaCollector(collect.upstreams),
       name: `${PREFIX}upstream_in_flight`,
       help: 'Requests in flight to an upstream, and waiting in its queue (state=queued).',
       labelNames: ['upstream', 'state'] as const,
@@ -135,7 +154,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     }),
     chainTipHeight: new Gauge({ name: `${PREFIX}chain_tip_height`, help: 'Stacks block height of the tracked chain tip.', registers }),
     chainTipBurnHeight: new Gauge({ name: `${PREFIX}chain_tip_burn_height`, help: 'Burn (Bitcoin) block height of the tracked chain tip.', registers }),
-    chainTipAge: new Gauge({ name: `${PREFIX}chain_tip_age_seconds`, help: 'Seconds since the tracked chain tip last changed.', registers }),
+    chainTipAge: new Gauge({
+      ...viaCollector(collect.chainTip),
+      name: `${PREFIX}chain_tip_age_seconds`,
+      help: 'Seconds since the tracked chain tip last changed.',
+      registers,
+    }),
     reorgs: new Counter({ name: `${PREFIX}reorgs_total`, help: 'Chain reorganisations seen (a new tip that does not extend the old one).', registers }),
     reorgPurged: new Counter({
       name: `${PREFIX}reorg_purged_entries_total`,

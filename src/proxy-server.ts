@@ -127,12 +127,39 @@ function trackUpgrades(server: Server): Set<Socket> {
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   const now = options.now ?? Date.now;
-  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics });
+  // The collectors read components created below; they only run when metrics are read.
+  let tipChangedAt = now();
+  const metrics: Metrics = createMetrics({
+    defaultMetrics: options.defaultMetrics,
+    collect: {
+      cache: () => collectCacheGauges(),
+      chainTip: () => metrics.chainTipAge.set((now() - tipChangedAt) / 1000),
+      upstreams: () => collectUpstreamGauges(),
+    },
+  });
   const ttl: TtlSettings = config.cache.ttl;
   const { store, redis } = createStores(config, metrics, logger, ttl);
   const upstream = createUpstream(config, metrics, logger);
 
-  let tipChangedAt = now();
+  const collectUpstreamGauges = (): void => {
+    for (const u of upstream.status()) {
+      metrics.upstreamUp.set({ upstream: u.origin }, u.usable ? 1 : 0);
+      metrics.upstreamBreakerOpen.set({ upstream: u.origin }, u.breaker === 'open' ? 1 : 0);
+      metrics.upstreamLagBlocks.set({ upstream: u.origin }, u.lagBlocks ?? 0);
+      metrics.upstreamInFlight.set({ upstream: u.origin, state: 'active' }, u.inFlight);
+      metrics.upstreamInFlight.set({ upstream: u.origin, state: 'queued' }, u.queued);
+    }
+  };
+  const collectCacheGauges = async (): Promise<void> => {
+    metrics.cacheEntries.set({ tier: 'memory' }, store.memory.entryCount);
+    metrics.cacheBytes.set({ tier: 'memory' }, store.memory.byteCount);
+    const shared = await redis?.stats();
+    if (shared) {
+      metrics.cacheEntries.set({ tier: 'redis' }, shared.keys);
+      if (Number.isFinite(shared.bytes)) metrics.cacheBytes.set({ tier: 'redis' }, shared.bytes);
+    }
+  };
+
   const pollLog = pollErrorLogger(logger);
   const tracker = new ChainTipTracker(
     upstream,
@@ -206,23 +233,6 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     metrics,
     readiness,
     passthrough,
-    beforeScrape: async () => {
-      metrics.cacheEntries.set({ tier: 'memory' }, store.memory.entryCount);
-      metrics.cacheBytes.set({ tier: 'memory' }, store.memory.byteCount);
-      metrics.chainTipAge.set((now() - tipChangedAt) / 1000);
-      for (const u of upstream.status()) {
-        metrics.upstreamUp.set({ upstream: u.origin }, u.usable ? 1 : 0);
-        metrics.upstreamBreakerOpen.set({ upstream: u.origin }, u.breaker === 'open' ? 1 : 0);
-        metrics.upstreamLagBlocks.set({ upstream: u.origin }, u.lagBlocks ?? 0);
-        metrics.upstreamInFlight.set({ upstream: u.origin, state: 'active' }, u.inFlight);
-        metrics.upstreamInFlight.set({ upstream: u.origin, state: 'queued' }, u.queued);
-      }
-      const shared = await redis?.stats();
-      if (shared) {
-        metrics.cacheEntries.set({ tier: 'redis' }, shared.keys);
-        if (Number.isFinite(shared.bytes)) metrics.cacheBytes.set({ tier: 'redis' }, shared.bytes);
-      }
-    },
   });
 
   const server = createServer({ requestTimeout: config.server.requestTimeoutMs }, app);

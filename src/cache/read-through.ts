@@ -146,17 +146,18 @@ export class ReadThrough {
     verdict: Verdict | undefined,
   ): Promise<ReadResult> {
     const shared = this.deps.shared;
-    if (!shared) return this.fetch(key, route, request, held, verdict);
+    if (!shared) return this.fetch(key, route, request, held, verdict, false);
     const lockKey = `${key}:lock`;
     const release = await shared.lock.acquire(lockKey, shared.lockTtlMs);
     if (release === 'busy') {
       const filled = await this.waitForPeer(key, lockKey, shared.waitMs);
       this.deps.observer?.onSharedWait?.(route.id, filled ? 'filled' : 'timeout');
       if (filled) return { cacheStatus: 'HIT', entry: filled };
-      return this.fetch(key, route, request, held, verdict);
+      return this.fetch(key, route, request, held, verdict, false);
     }
     try {
-      return await this.fetch(key, route, request, held, verdict);
+      // The holder's answer must be in Redis before the lock goes, or waiters would fetch too.
+      return await this.fetch(key, route, request, held, verdict, release !== undefined);
     } finally {
       await release?.();
     }
@@ -183,6 +184,7 @@ export class ReadThrough {
     request: CanonicalRequest,
     held: CacheEntry | undefined,
     verdict: Verdict | undefined,
+    awaitWrite: boolean,
   ): Promise<ReadResult> {
     const conditional = verdict === 'revalidate' || verdict === 'stale-while-revalidate' ? held : undefined;
     // Data a reorg may have changed is never served stale.
@@ -194,8 +196,8 @@ export class ReadThrough {
         path: request.upstreamPath,
         route: route.id,
         headers: conditional?.upstreamEtag ? { 'if-none-match': conditional.upstreamEtag } : undefined,
+        validate: assertWellFormed,
       });
-      assertWellFormed(response);
     } catch (error) {
       const stale = this.staleFallback(route, fallback, error);
       if (stale) return stale;
@@ -210,12 +212,19 @@ export class ReadThrough {
     if (response.status === 304 && conditional) {
       this.deps.observer?.onRevalidation?.('not_modified');
       const refreshed = await this.refresh(conditional, route, request);
-      void this.deps.store.set(key, refreshed);
+      await this.write(key, refreshed, awaitWrite);
       return { cacheStatus: 'REVALIDATED', entry: refreshed, upstreamSeconds };
     }
     if (conditional) this.deps.observer?.onRevalidation?.('modified');
-    const result = await this.admit(key, route, request, response);
+    const result = await this.admit(route, request, response);
+    if (result.cacheStatus === 'MISS') await this.write(key, result.entry, awaitWrite);
     return { ...result, upstreamSeconds };
+  }
+
+  /** Memory at once; the shared tier in the background unless the caller must know it landed. */
+  private async write(key: string, entry: CacheEntry, awaitShared: boolean): Promise<void> {
+    const landed = this.deps.store.set(key, entry);
+    if (awaitShared) await landed;
   }
 
   /**
@@ -236,8 +245,8 @@ export class ReadThrough {
     return { ...entry, ...this.stamp(classification, chain) };
   }
 
-  /** Stores the answer when the policy gives it a class; otherwise passes it through. */
-  private async admit(key: string, route: RouteSpec, request: CanonicalRequest, response: UpstreamResponse): Promise<ReadResult> {
+  /** Builds the entry when the policy gives the answer a class; otherwise passes it through. */
+  private async admit(route: RouteSpec, request: CanonicalRequest, response: UpstreamResponse): Promise<ReadResult> {
     const chain = this.deps.chain();
     const classification = classify({
       policy: route.policy,
@@ -248,9 +257,7 @@ export class ReadThrough {
       finalTxHeight: await this.finalTxHeight(request),
     });
     if (!classification) return this.bypass(response);
-    const entry = this.buildEntry(response, classification, chain);
-    void this.deps.store.set(key, entry);
-    return { cacheStatus: 'MISS', entry };
+    return { cacheStatus: 'MISS', entry: this.buildEntry(response, classification, chain) };
   }
 
   /** Class, validation time and the tip it was validated under. */

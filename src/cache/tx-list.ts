@@ -107,11 +107,7 @@ export class TxListReader {
     const path = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}${queryText ? `&${queryText}` : ''}`;
     return this.flights.run(
       path,
-      async () => {
-        const response = await this.deps.upstream.get({ path, route: route.id });
-        assertWellFormed(response);
-        return response;
-      },
+      () => this.deps.upstream.get({ path, route: route.id, validate: assertWellFormed }),
       () => this.deps.observer?.onJoin?.(route.id),
     );
   }

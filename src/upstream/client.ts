@@ -48,6 +48,8 @@ export interface UpstreamRequest {
   /** Route id, for metrics labels and logs only. */
   route: string;
   headers?: Record<string, string>;
+  /** Throws (an UpstreamError 'invalid') for a body that is not what it claims: retried like a failure. */
+  validate?: (response: UpstreamResponse) => void;
 }
 
 export interface UpstreamStatus {
@@ -228,10 +230,12 @@ export class UpstreamClient {
         signal: AbortSignal.timeout(Math.max(1, deadline - this.now())),
       });
       const body = Buffer.from(await response.body.arrayBuffer());
+      const answer = { upstream: upstream.origin, status: response.statusCode, headers: flattenHeaders(response.headers), body };
+      request.validate?.(answer);
       this.observer.onResponse?.(upstream.origin, request.route, response.statusCode, seconds());
       if (response.statusCode >= 500) this.recordFailure(upstream);
       else this.recordSuccess(upstream);
-      return { upstream: upstream.origin, status: response.statusCode, headers: flattenHeaders(response.headers), body };
+      return answer;
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);
       this.recordFailure(upstream);
