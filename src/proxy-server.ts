@@ -252,11 +252,14 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     shuttingDown = true;
     await tracker.stop();
     const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
     for (const socket of upgraded) socket.destroy();
+    // Keep-alive connections become idle as their last request finishes: close them as they do.
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    server.closeIdleConnections();
     const grace = setTimeout(() => server.closeAllConnections(), config.server.shutdownGraceMs);
     grace.unref();
     await drained;
+    clearInterval(sweep);
     clearTimeout(grace);
     await store.close();
     await upstream.close();

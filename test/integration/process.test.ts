@@ -57,6 +57,20 @@ describe('the proxy process', () => {
     expect(await exited).toBe(0);
   });
 
+  it('finishes every in-flight request on SIGTERM, then exits 0', async () => {
+    const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info' });
+    const { url } = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string };
+    upstream.setDelay(600, /blocks\/(1[0-9])$/);
+    const inFlight = Array.from({ length: 10 }, (_, i) => fetchRaw(`${url}/extended/v2/blocks/${10 + i}`));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // every request has reached the upstream
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    const responses = await Promise.all(inFlight);
+    expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(await exited).toBe(0);
+    upstream.setDelay(0);
+  });
+
   it('refuses a bad setting with a message naming it, exit code 2', async () => {
     const child = run({ UPSTREAM_URLS: 'not a url', PORT: '0' });
     let stderr = '';
