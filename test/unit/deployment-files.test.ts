@@ -1,0 +1,514 @@
+/**
+ * Deployment files: docker-compose.yml, the Dockerfile (and .dockerignore) and the Prometheus
+ * alerting rules with their promtool unit tests. Needs `docker compose` or `docker-compose` (the
+ * Compose file is validated and normalised by it; no Docker engine is needed) and promtool
+ * (Debian: apt-get install docker-compose prometheus). Without them these tests fail, never skip.
+ */
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const composeFile = join(root, 'docker-compose.yml');
+
+// ---------------------------------------------------------------------------------------------
+// A reader for the YAML that `docker-compose config` (1.x, PyYAML block style) prints. Only that
+// subset: block mappings, block sequences (also unindented under a key), plain and quoted
+// scalars, `{}` and `[]`. Anything else throws, so a format change fails loudly. Compose v2 is
+// asked for JSON instead.
+type Yaml = string | number | boolean | null | Yaml[] | { [key: string]: Yaml };
+interface Line {
+  indent: number;
+  text: string;
+  no: number;
+}
+
+function parseComposeYaml(source: string): Yaml {
+  const lines: Line[] = [];
+  source.split('\n').forEach((raw, index) => {
+    const text = raw.trimEnd();
+    if (text.trim() === '' || text.trim().startsWith('#')) return;
+    lines.push({ indent: text.length - text.trimStart().length, text: text.trimStart(), no: index + 1 });
+  });
+  let pos = 0;
+  const fail = (line: Line | undefined, why: string): never => {
+    throw new Error(`compose YAML line ${line?.no ?? 'end'}: ${why}: ${line?.text ?? ''}`);
+  };
+  const isItem = (text: string) => text === '-' || text.startsWith('- ');
+  const keyEnd = (text: string): number => {
+    if (text.startsWith("'") || text.startsWith('"')) {
+      const close = text.indexOf(text[0]!, 1);
+      return close > 0 && text[close + 1] === ':' && (close + 2 === text.length || text[close + 2] === ' ') ? close + 1 : -1;
+    }
+    const colon = text.indexOf(': ');
+    if (colon > 0) return colon;
+    return text.endsWith(':') ? text.length - 1 : -1;
+  };
+  const scalar = (text: string): Yaml => {
+    if (text.startsWith("'")) {
+      if (!text.endsWith("'") || text.length < 2) fail(lines[pos - 1], 'unterminated quote');
+      return text.slice(1, -1).replaceAll("''", "'");
+    }
+    if (text.startsWith('"')) return JSON.parse(text) as string;
+    if (text === '{}') return {};
+    if (text === '[]') return [];
+    if (text === 'null' || text === '~') return null;
+    if (text === 'true' || text === 'false') return text === 'true';
+    if (/^-?\d+$/.test(text)) return Number(text);
+    if (/^[[{&*!|>%@`]/.test(text)) fail(lines[pos - 1], 'unsupported YAML');
+    return text;
+  };
+  // An inline scalar may be folded over more-indented lines.
+  const inlineScalar = (first: string, indent: number): Yaml => {
+    let text = first;
+    while (pos < lines.length && lines[pos]!.indent > indent) text += ` ${lines[pos++]!.text}`;
+    return scalar(text);
+  };
+  const nested = (indent: number): Yaml => {
+    const next = lines[pos];
+    if (next && next.indent > indent) return block(next.indent);
+    if (next && next.indent === indent && isItem(next.text)) return sequence(indent);
+    return null;
+  };
+  const mapping = (indent: number): { [key: string]: Yaml } => {
+    const out: { [key: string]: Yaml } = {};
+    while (pos < lines.length && lines[pos]!.indent === indent && !isItem(lines[pos]!.text)) {
+      const line = lines[pos]!;
+      const end = keyEnd(line.text);
+      if (end < 0) fail(line, 'expected "key:"');
+      const key = scalar(line.text.slice(0, end));
+      const rest = line.text.slice(end + 1).trim();
+      pos++;
+      out[String(key)] = rest === '' ? nested(indent) : inlineScalar(rest, indent);
+    }
+    return out;
+  };
+  const sequence = (indent: number): Yaml[] => {
+    const out: Yaml[] = [];
+    while (pos < lines.length && lines[pos]!.indent === indent && isItem(lines[pos]!.text)) {
+      const line = lines[pos]!;
+      const rest = line.text.slice(1).trimStart();
+      if (rest === '') {
+        pos++;
+        const next = lines[pos];
+        out.push(next && next.indent > indent ? block(next.indent) : null);
+      } else if (keyEnd(rest) > 0) {
+        // "- key: value" starts a mapping whose other keys sit under "key".
+        lines[pos] = { indent: indent + 2, text: rest, no: line.no };
+        out.push(mapping(indent + 2));
+      } else {
+        pos++;
+        out.push(inlineScalar(rest, indent));
+      }
+    }
+    return out;
+  };
+  const block = (indent: number): Yaml => (isItem(lines[pos]!.text) ? sequence(indent) : mapping(indent));
+
+  if (lines.length === 0) return null;
+  const result = block(lines[0]!.indent);
+  if (pos !== lines.length) fail(lines[pos], 'unexpected indentation');
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compose CLI: the docker compose plugin (v2) or docker-compose (1.27+ or v2).
+interface ComposeCli {
+  command: string;
+  prefix: string[];
+  major: number;
+}
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): SpawnSyncReturns<string> {
+  return spawnSync(command, args, { cwd: root, env, encoding: 'utf8', timeout: 60_000 });
+}
+
+function describeRun(what: string, result: SpawnSyncReturns<string>): string {
+  if (result.error) return `${what} could not run: ${result.error.message}`;
+  return `${what} exited ${result.status ?? result.signal}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`;
+}
+
+let composeCli: ComposeCli | undefined;
+function findCompose(): ComposeCli {
+  if (composeCli) return composeCli;
+  for (const [command, prefix] of [
+    ['docker', ['compose']],
+    ['docker-compose', []],
+  ] as const) {
+    const version = run(command, [...prefix, 'version', '--short']);
+    const major = /(\d+)\.\d+/.exec(version.stdout ?? '')?.[1];
+    if (version.status === 0 && major) return (composeCli = { command, prefix: [...prefix], major: Number(major) });
+  }
+  throw new Error(
+    'Neither `docker compose` (Compose v2 plugin) nor `docker-compose` is installed, so docker-compose.yml cannot be ' +
+      'validated. Install one (Debian/Ubuntu: apt-get install docker-compose); no Docker engine is needed.',
+  );
+}
+
+/** The environment without anything that would change how docker-compose.yml is interpolated. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name.startsWith('COMPOSE_') || ['UPSTREAM_URLS', 'LOG_LEVEL', 'GRAFANA_ADMIN_PASSWORD'].includes(name)) continue;
+    env[name] = value;
+  }
+  return { ...env, ...extra };
+}
+
+let scratch: string;
+let emptyEnvFile: string;
+beforeAll(() => {
+  scratch = mkdtempSync(join(tmpdir(), 'deployment-files-'));
+  // A developer's own .env must not change what is checked here.
+  emptyEnvFile = join(scratch, 'empty.env');
+  writeFileSync(emptyEnvFile, '');
+});
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function compose(args: string[], env: NodeJS.ProcessEnv): SpawnSyncReturns<string> {
+  const cli = findCompose();
+  return run(cli.command, [...cli.prefix, '--env-file', emptyEnvFile, '-f', composeFile, '--project-directory', root, ...args], env);
+}
+
+interface Service {
+  [key: string]: unknown;
+}
+
+const models = new Map<string, Record<string, Service>>();
+
+/** The normalised compose model, as printed by `config` (cached per environment). */
+function composeModel(extraEnv: Record<string, string> = {}): Record<string, Service> {
+  const cacheKey = JSON.stringify(extraEnv);
+  const cached = models.get(cacheKey);
+  if (cached) return cached;
+  const cli = findCompose();
+  const env = cleanEnv(extraEnv);
+  const result = cli.major >= 2 ? compose(['config', '--format', 'json'], env) : compose(['config'], env);
+  expect(result.status, describeRun('compose config', result)).toBe(0);
+  const model = (cli.major >= 2 ? JSON.parse(result.stdout) : parseComposeYaml(result.stdout)) as { services?: Record<string, Service> };
+  expect(model.services, 'compose config printed no services').toBeTypeOf('object');
+  models.set(cacheKey, model.services!);
+  return model.services!;
+}
+
+const asRecord = (value: unknown): Record<string, unknown> => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+
+/** "published:target" pairs from short ("8080:8080") or long ({published, target}) port syntax. */
+function ports(service: Service): string[] {
+  return asList(service.ports).map((port) => {
+    if (typeof port === 'string' || typeof port === 'number') return String(port).replace(/\/tcp$/, '');
+    const { published, target } = asRecord(port);
+    return `${String(published)}:${String(target)}`;
+  });
+}
+
+/** Bind mounts as "source:target[:ro]" from short strings or long ({source, target, read_only}) syntax. */
+function volumes(service: Service): string[] {
+  return asList(service.volumes).map((volume) => {
+    if (typeof volume === 'string') {
+      const [source = '', target = '', mode] = volume.split(':');
+      return `${resolve(source)}:${target}${mode?.split(',').includes('ro') ? ':ro' : ''}`;
+    }
+    const { source, target, read_only: readOnly } = asRecord(volume);
+    return `${resolve(String(source))}:${String(target)}${readOnly === true ? ':ro' : ''}`;
+  });
+}
+
+function environment(service: Service): Record<string, string> {
+  const env = service.environment;
+  if (Array.isArray(env)) {
+    return Object.fromEntries(env.map((entry) => String(entry).split(/=(.*)/s).slice(0, 2) as [string, string]));
+  }
+  return Object.fromEntries(Object.entries(asRecord(env)).map(([key, value]) => [key, String(value)]));
+}
+
+function dependsOn(service: Service): Record<string, string> {
+  const deps = service.depends_on;
+  if (Array.isArray(deps)) return Object.fromEntries(deps.map((name) => [String(name), 'service_started']));
+  return Object.fromEntries(Object.entries(asRecord(deps)).map(([name, spec]) => [name, String(asRecord(spec).condition ?? 'service_started')]));
+}
+
+function healthTest(service: Service): string[] {
+  const test = asRecord(service.healthcheck).test;
+  return Array.isArray(test) ? test.map(String) : typeof test === 'string' ? ['CMD-SHELL', test] : [];
+}
+
+function command(service: Service): string[] {
+  return asList(service.command).map(String);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The health check snippet shared by the Dockerfile and docker-compose.yml, run for real.
+function runHealthCheck(args: string[], port: number): Promise<number | null> {
+  return new Promise((resolveExit, reject) => {
+    const [exe, ...rest] = args;
+    // The image runs `node`; here that is this very Node binary.
+    const child = spawn(exe === 'node' ? process.execPath : exe!, rest, { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolveExit(code);
+    });
+  });
+}
+
+async function listen(status: number): Promise<{ server: Server; port: number; paths: string[] }> {
+  const paths: string[] = [];
+  const server = createServer((req, res) => {
+    paths.push(req.url ?? '');
+    res.writeHead(req.url === '/health' ? status : 404).end();
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  return { server, port: (server.address() as AddressInfo).port, paths };
+}
+
+async function expectHealthCheckWorks(args: string[]): Promise<void> {
+  const healthy = await listen(200);
+  const failing = await listen(503);
+  try {
+    expect(await runHealthCheck(args, healthy.port), 'health check against a 200 /health').toBe(0);
+    expect(healthy.paths).toEqual(['/health']);
+    expect(await runHealthCheck(args, failing.port), 'health check against a 503 /health').toBe(1);
+  } finally {
+    await new Promise((done) => healthy.server.close(done));
+    await new Promise((done) => failing.server.close(done));
+  }
+  // Nothing listening: connection refused must also fail the check.
+  expect(await runHealthCheck(args, failing.port), 'health check with nothing listening').toBe(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+describe('compose YAML reader', () => {
+  it('reads the block style docker-compose 1.x prints', () => {
+    const text = [
+      'services:',
+      '  a:',
+      '    command:',
+      '    - --save',
+      "    - ''",
+      '    - "no"',
+      '    environment:',
+      '      X: "true"',
+      "      Y: 'it''s'",
+      '    ports:',
+      '    - published: 8080',
+      '      target: 8080',
+      '    healthcheck:',
+      '      test:',
+      '      - CMD',
+      "      - fetch('http://127.0.0.1:'+1)",
+      '      retries: 3',
+      '    networks: {}',
+      "version: '3.9'",
+    ].join('\n');
+    expect(parseComposeYaml(text)).toEqual({
+      services: {
+        a: {
+          command: ['--save', '', 'no'],
+          environment: { X: 'true', Y: "it's" },
+          ports: [{ published: 8080, target: 8080 }],
+          healthcheck: { test: ['CMD', "fetch('http://127.0.0.1:'+1)"], retries: 3 },
+          networks: {},
+        },
+      },
+      version: '3.9',
+    });
+  });
+
+  it('rejects what it does not understand', () => {
+    expect(() => parseComposeYaml('a: &anchor 1\nb: *anchor')).toThrow(/unsupported YAML/);
+    expect(() => parseComposeYaml('a:\n    b: 1\n  c: 2')).toThrow(/unexpected indentation/);
+  });
+});
+
+describe('docker-compose.yml', () => {
+  it('is valid for the installed compose (config -q exits 0)', () => {
+    const result = compose(['config', '-q'], cleanEnv());
+    expect(result.status, describeRun('compose config -q', result)).toBe(0);
+  });
+
+  it('declares exactly redis, proxy, prometheus and grafana', () => {
+    expect(Object.keys(composeModel()).sort()).toEqual(['grafana', 'prometheus', 'proxy', 'redis']);
+  });
+
+  it('runs redis as a pure LRU cache with a ping health check', () => {
+    const redis = composeModel().redis!;
+    expect(redis.image).toBe('redis:7-alpine');
+    const args = command(redis);
+    const after = (flag: string) => args[args.indexOf(flag) + 1];
+    expect(args).toContain('--save');
+    expect(after('--save')).toBe('');
+    expect(after('--appendonly')).toBe('no');
+    expect(after('--maxmemory')).toBe('256mb');
+    expect(after('--maxmemory-policy')).toBe('allkeys-lru');
+    expect(healthTest(redis).join(' ')).toMatch(/redis-cli ping$/);
+  });
+
+  it('builds the proxy from this folder, wired to redis, with the documented defaults', () => {
+    const proxy = composeModel().proxy!;
+    const build = proxy.build;
+    expect(resolve(typeof build === 'string' ? build : String(asRecord(build).context))).toBe(resolve(root));
+    expect(ports(proxy)).toContain('8080:8080');
+    expect(environment(proxy)).toMatchObject({
+      UPSTREAM_URLS: 'https://api.hiro.so',
+      REDIS_URL: 'redis://redis:6379',
+      LOG_LEVEL: 'info',
+    });
+    expect(dependsOn(proxy)).toEqual({ redis: 'service_healthy' });
+    expect(proxy.restart).toBe('unless-stopped');
+    const check = healthTest(proxy);
+    expect(check[0]).toBe('CMD');
+    expect(check.join(' ')).toContain('/health');
+  });
+
+  it('takes UPSTREAM_URLS and LOG_LEVEL from the environment', () => {
+    const env = environment(composeModel({ UPSTREAM_URLS: 'http://a.example:3999,http://b.example', LOG_LEVEL: 'debug' }).proxy!);
+    expect(env.UPSTREAM_URLS).toBe('http://a.example:3999,http://b.example');
+    expect(env.LOG_LEVEL).toBe('debug');
+  });
+
+  it('runs prometheus on the rules in config/prometheus', () => {
+    const prometheus = composeModel().prometheus!;
+    expect(String(prometheus.image)).toMatch(/^prom\/prometheus:v[23]\.\d+\.\d+$/);
+    expect(volumes(prometheus)).toContain(`${resolve(root, 'config/prometheus')}:/etc/prometheus:ro`);
+    expect(command(prometheus)).toContain('--config.file=/etc/prometheus/prometheus.yml');
+    expect(ports(prometheus)).toContain('9090:9090');
+
+    const config = readFileSync(join(root, 'config/prometheus/prometheus.yml'), 'utf8');
+    expect(config).toMatch(/job_name: *stacks-proxy/);
+    expect(config).toMatch(/['"]?proxy:8080['"]?/);
+    expect(config).toMatch(/scrape_interval: *5s/);
+    expect(config).toMatch(/^\s*-\s*alerts\.yml\s*$/m);
+  });
+
+  it('runs grafana with an anonymous read-only viewer and the provisioned dashboards', () => {
+    const services = composeModel({ GRAFANA_ADMIN_PASSWORD: 's3cret' });
+    const grafana = services.grafana!;
+    expect(String(grafana.image)).toMatch(/^grafana\/grafana:\d+\.\d+\.\d+$/);
+    expect(ports(grafana)).toContain('3000:3000');
+    expect(environment(grafana)).toMatchObject({
+      GF_AUTH_ANONYMOUS_ENABLED: 'true',
+      GF_AUTH_ANONYMOUS_ORG_ROLE: 'Viewer',
+      GF_AUTH_DISABLE_LOGIN_FORM: 'false',
+      GF_SECURITY_ADMIN_PASSWORD: 's3cret',
+      GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH: '/var/lib/grafana/dashboards/stacks-proxy.json',
+    });
+    expect(environment(composeModel().grafana!).GF_SECURITY_ADMIN_PASSWORD).toBe('admin');
+    expect(volumes(grafana)).toEqual(
+      expect.arrayContaining([
+        `${resolve(root, 'grafana/provisioning')}:/etc/grafana/provisioning:ro`,
+        `${resolve(root, 'grafana/dashboards')}:/var/lib/grafana/dashboards:ro`,
+      ]),
+    );
+    expect(Object.keys(dependsOn(grafana))).toContain('prometheus');
+  });
+
+  it('has a proxy health check that really asks /health', async () => {
+    const check = healthTest(composeModel().proxy!);
+    expect(check[0]).toBe('CMD');
+    await expectHealthCheckWorks(check.slice(1));
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  // Instructions one per line (continuations joined, comments dropped).
+  const instructions = dockerfile
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  const stages: string[][] = [];
+  for (const line of instructions) {
+    if (/^FROM\s/i.test(line)) stages.push([]);
+    stages.at(-1)?.push(line);
+  }
+  const runtime = stages.at(-1) ?? [];
+
+  it('is multi-stage on a Node LTS slim image', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    expect(dockerfile).toMatch(/node:\d+-bookworm-slim/);
+  });
+
+  it('installs production dependencies only in the runtime stage, next to package.json', () => {
+    expect(runtime.some((line) => /^RUN\s.*\bnpm ci\b.*--omit=dev/.test(line))).toBe(true);
+    expect(runtime.some((line) => /^COPY\s.*\bpackage\.json\b.*\bpackage-lock\.json\b/.test(line))).toBe(true);
+    expect(runtime.some((line) => /^ENV\s.*NODE_ENV=production/.test(line))).toBe(true);
+    expect(runtime.some((line) => /^COPY\s+--from=\S+\s+\S*dist\b/.test(line))).toBe(true);
+    expect(runtime.some((line) => /^COPY\s+config\b/.test(line))).toBe(true);
+  });
+
+  it('runs as a non-root user', () => {
+    const users = runtime.filter((line) => /^USER\s/i.test(line)).map((line) => line.split(/\s+/)[1]?.split(':')[0]);
+    expect(users.length, 'no USER in the runtime stage').toBeGreaterThan(0);
+    expect(['root', '0']).not.toContain(users.at(-1));
+  });
+
+  it('exposes 8080 and starts dist/src/main.js', () => {
+    expect(runtime).toContain('EXPOSE 8080');
+    const cmd = runtime.filter((line) => /^CMD\s/.test(line)).at(-1) ?? '';
+    expect(JSON.parse(cmd.replace(/^CMD\s+/, ''))).toEqual(['node', 'dist/src/main.js']);
+  });
+
+  it('has a HEALTHCHECK that really asks /health, the same as docker-compose.yml', async () => {
+    const line = runtime.find((l) => /^HEALTHCHECK\s/.test(l));
+    expect(line, 'no HEALTHCHECK in the runtime stage').toBeDefined();
+    const exec = /\bCMD\s+(\[.*\])\s*$/.exec(line!)?.[1];
+    expect(exec, 'HEALTHCHECK should use the exec (JSON array) form').toBeDefined();
+    const args = JSON.parse(exec!) as string[];
+    expect(args.join(' ')).toContain('/health');
+    expect(args).toEqual(healthTest(composeModel().proxy!).slice(1));
+    await expectHealthCheckWorks(args);
+  });
+
+  it('keeps node_modules, dist and .git out of the build context, but not what the build needs', () => {
+    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8')
+      .split(/\r?\n/)
+      .map((line) => line.trim().replace(/^\/+|\/+$/g, ''))
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
+    for (const needed of ['src', 'config', 'config/default.json', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      expect(ignored, `.dockerignore excludes ${needed}`).not.toContain(needed);
+    }
+  });
+});
+
+describe('Prometheus alerting rules', () => {
+  it('scripts/check-alerts.sh is executable', () => {
+    expect(() => accessSync(join(root, 'scripts/check-alerts.sh'), constants.X_OK)).not.toThrow();
+  });
+
+  it('pass promtool check rules, test rules and check config (scripts/check-alerts.sh)', () => {
+    const result = run(join(root, 'scripts/check-alerts.sh'), []);
+    expect(result.status, describeRun('scripts/check-alerts.sh', result)).toBe(0);
+  });
+
+  it('cover every alert with a promtool unit test', () => {
+    const rules = readFileSync(join(root, 'config/prometheus/alerts.yml'), 'utf8');
+    const tests = readFileSync(join(root, 'config/prometheus/alerts.test.yml'), 'utf8');
+    const alerts = [...rules.matchAll(/^\s*-\s*alert:\s*(\S+)\s*$/gm)].map((m) => m[1]!);
+    expect(alerts).toEqual(
+      expect.arrayContaining([
+        'StacksProxyUpstreamDown',
+        'StacksProxyHitRatioCollapse',
+        'StacksProxyChainTipStalled',
+        'StacksProxyRedisDown',
+        'StacksProxyHitLatencyP99High',
+        'StacksProxyLatencyP99High',
+        'StacksProxyReorg',
+      ]),
+    );
+    for (const alert of alerts) {
+      const cases = tests.split(/^\s*-\s*eval_time:/m).filter((c) => new RegExp(`alertname:\\s*${alert}\\s*$`, 'm').test(c));
+      expect(cases.some((c) => /exp_alerts:\s*\[\]/.test(c)), `${alert}: no case where it stays silent`).toBe(true);
+      expect(cases.some((c) => /exp_alerts:\s*\n\s*-\s*exp_labels:/.test(c)), `${alert}: no case where it fires`).toBe(true);
+    }
+  });
+});
