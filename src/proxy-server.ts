@@ -150,13 +150,20 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       metrics.upstreamInFlight.set({ upstream: u.origin, state: 'queued' }, u.queued);
     }
   };
+  // Redis counts its own evictions (maxmemory policy); the counter follows its total.
+  let redisEvictionsSeen: number | undefined;
   const collectCacheGauges = async (): Promise<void> => {
     metrics.cacheEntries.set({ tier: 'memory' }, store.memory.entryCount);
     metrics.cacheBytes.set({ tier: 'memory' }, store.memory.byteCount);
     const shared = await redis?.stats();
-    if (shared) {
-      metrics.cacheEntries.set({ tier: 'redis' }, shared.keys);
-      if (Number.isFinite(shared.bytes)) metrics.cacheBytes.set({ tier: 'redis' }, shared.bytes);
+    if (!shared) return;
+    metrics.cacheEntries.set({ tier: 'redis' }, shared.keys);
+    if (Number.isFinite(shared.bytes)) metrics.cacheBytes.set({ tier: 'redis' }, shared.bytes);
+    if (Number.isFinite(shared.evictedKeys)) {
+      // The first reading is a baseline; a Redis restart resets its counter (delta < 0: skip).
+      const delta = redisEvictionsSeen === undefined ? 0 : shared.evictedKeys - redisEvictionsSeen;
+      metrics.cacheEvictions.inc({ tier: 'redis' }, Math.max(0, delta));
+      redisEvictionsSeen = shared.evictedKeys;
     }
   };
 
@@ -222,6 +229,16 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         websockets: config.passthrough.websockets,
         timeoutMs: config.server.requestTimeoutMs,
         logger,
+        observer: {
+          onResponse: (origin, status, seconds) => {
+            metrics.upstreamRequests.inc({ upstream: origin, route: 'passthrough', status: String(status) });
+            metrics.upstreamDuration.observe({ upstream: origin, route: 'passthrough' }, seconds);
+          },
+          onError: (origin) => {
+            metrics.upstreamRequests.inc({ upstream: origin, route: 'passthrough', status: 'error' });
+            metrics.upstreamErrors.inc({ upstream: origin, kind: 'connect' });
+          },
+        },
       })
     : undefined;
 

@@ -110,8 +110,9 @@ export class ReadThrough {
   /** The whole hit path: a synchronous memory lookup and a pure freshness check. */
   peekFresh(key: string): CacheEntry | undefined {
     const entry = this.deps.store.peek(key);
-    if (!entry) return undefined;
-    return evaluate(entry, this.now(), this.deps.chain(), this.deps.ttl) === 'fresh' ? entry : undefined;
+    if (!entry || evaluate(entry, this.now(), this.deps.chain(), this.deps.ttl) !== 'fresh') return undefined;
+    this.deps.store.countHit(entry);
+    return entry;
   }
 
   async read(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult> {

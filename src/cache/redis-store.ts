@@ -108,15 +108,19 @@ export class RedisStore implements CacheStore, SharedLock {
     }
   }
 
-  /** Keys in the database and Redis' used_memory, for gauges; undefined when Redis does not answer. */
-  async stats(): Promise<{ keys: number; bytes: number } | undefined> {
+  /**
+   * Keys in the database, Redis' used_memory and its evicted_keys counter, for metrics;
+   * undefined when Redis does not answer. (Cluster: the node ioredis routes the command to.)
+   */
+  async stats(): Promise<{ keys: number; bytes: number; evictedKeys: number } | undefined> {
     try {
-      const [keys, info] = await Promise.all([
+      const [keys, memory, stats] = await Promise.all([
         this.timed('dbsize', () => this.client.dbsize()),
         this.timed('info', () => this.client.info('memory')),
+        this.timed('info', () => this.client.info('stats')),
       ]);
-      const bytes = Number(/used_memory:(\d+)/.exec(info)?.[1] ?? Number.NaN);
-      return { keys, bytes };
+      const field = (text: string, name: string) => Number(new RegExp(`${name}:(\\d+)`).exec(text)?.[1] ?? Number.NaN);
+      return { keys, bytes: field(memory, 'used_memory'), evictedKeys: field(stats, 'evicted_keys') };
     } catch {
       return undefined;
     }

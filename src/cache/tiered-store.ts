@@ -26,16 +26,24 @@ export class TieredStore {
     private readonly observer: TieredObserver = {},
   ) {}
 
-  /** The hit path: no promise, no I/O. */
+  /**
+   * The hit path: no promise, no I/O, and no count (the caller counts it with `countHit`
+   * once it knows the entry is served; otherwise the following `get` counts the lookup).
+   */
   peek(key: string): CacheEntry | undefined {
-    const entry = this.memory.peek(key);
-    if (entry) this.observer.onLookup?.('memory', entry.cls, 'hit');
-    return entry;
+    return this.memory.peek(key);
+  }
+
+  countHit(entry: CacheEntry): void {
+    this.observer.onLookup?.('memory', entry.cls, 'hit');
   }
 
   async get(key: string): Promise<Found | undefined> {
-    const local = this.peek(key);
-    if (local) return { entry: local, tier: 'memory' };
+    const local = this.memory.peek(key);
+    if (local) {
+      this.countHit(local);
+      return { entry: local, tier: 'memory' };
+    }
     this.observer.onLookup?.('memory', 'unknown', 'miss');
     if (!this.shared) return undefined;
     try {

@@ -10,13 +10,22 @@ import { badGateway } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { sendError } from '../http/respond.js';
 
+export interface PassthroughObserver {
+  onResponse?(upstream: string, status: number, seconds: number): void;
+  onError?(upstream: string): void;
+}
+
 export interface PassthroughOptions {
   /** The upstream to use for this request (the healthiest, chosen per request). */
   target: () => string;
   websockets: boolean;
   timeoutMs: number;
   logger: Logger;
+  observer?: PassthroughObserver;
 }
+
+// When each proxied request left, and for which upstream, for the upstream latency metric.
+const sentAt = new WeakMap<IncomingMessage, { upstream: string; started: bigint }>();
 
 export type Passthrough = RequestHandler<IncomingMessage, ServerResponse>;
 
@@ -29,8 +38,12 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
     ws: options.websockets,
     proxyTimeout: options.timeoutMs,
     on: {
-      error: (error, _req, resOrSocket) => {
+      proxyReq: (_proxyReq, req) => {
+        sentAt.set(req, { upstream: options.target(), started: process.hrtime.bigint() });
+      },
+      error: (error, req, resOrSocket) => {
         options.logger.warn({ err: error.message }, 'passthrough to upstream failed');
+        options.observer?.onError?.(sentAt.get(req)?.upstream ?? options.target());
         if ('writeHead' in resOrSocket) {
           const res = resOrSocket as ServerResponse;
           if (!res.headersSent) sendError(res, badGateway('The upstream API is unavailable'), 'BYPASS');
@@ -39,8 +52,13 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
           (resOrSocket as Socket).destroy();
         }
       },
-      proxyRes: (_proxyRes, _req, res) => {
+      proxyRes: (proxyRes, req, res) => {
         res.setHeader('x-cache', 'BYPASS');
+        const sent = sentAt.get(req);
+        if (sent) {
+          const seconds = Number(process.hrtime.bigint() - sent.started) / 1e9;
+          options.observer?.onResponse?.(sent.upstream, proxyRes.statusCode ?? 0, seconds);
+        }
       },
     },
   });

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
-import { startTestProxy } from '../support/proxy-harness.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
 import type { ProxyServer } from '../../src/proxy-server.js';
 
@@ -89,5 +89,13 @@ describe('passthrough', () => {
     expect(response.status).toBe(502);
     expect(JSON.parse(response.body.toString())).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
     await orphan.close();
+  });
+});
+
+describe('passthrough metrics', () => {
+  it('counts passthrough requests as upstream requests with their latency', async () => {
+    const before = await metricValue(proxy, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: '200' });
+    await fetchRaw(`${proxy.url}/v2/info`);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: '200', upstream: upstream.url })).toBe(before + 1);
   });
 });
