@@ -247,3 +247,47 @@ describe('a thousand concurrent misses for one key', () => {
     expect(waits).toBe(1);
   });
 });
+
+describe('more faults', () => {
+  it('treats a truncated body as a failure: retried, never cached', async () => {
+    const { createServer } = await import('node:http');
+    let calls = 0;
+    // Declares more bytes than it sends, then closes: a body cut short on the wire.
+    const truncating = createServer((req, res) => {
+      calls++;
+      if (req.url === '/extended') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"chain_tip":{"block_height":1,"index_block_hash":"0x01","burn_block_height":1}}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': '1000' });
+      res.write('{"canonical":true,"height":3');
+      setTimeout(() => res.destroy(), 10);
+    });
+    await new Promise<void>((resolve) => truncating.listen(0, '127.0.0.1', () => resolve()));
+    cleanups.push(() => new Promise((resolve) => truncating.close(resolve)));
+    const address = truncating.address() as { port: number };
+    const proxy = await startTestProxy({ upstreamUrls: [`http://127.0.0.1:${address.port}`], overrides: FAST });
+    cleanups.push(() => proxy.close());
+    calls = 0;
+    const response = await fetchRaw(proxy.url + BLOCK);
+    expect(response.status).toBe(502);
+    expect(calls).toBe(3); // every attempt, none cached
+    expect((await fetchRaw(proxy.url + BLOCK)).headers.get('x-cache')).not.toBe('HIT');
+  });
+
+  it('waits for a lock left by a crashed instance only until it expires, then fetches', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const redis = await startRedis();
+    cleanups.push(() => redis.stop());
+    const upstream = await upstreamFake();
+    const proxy = await proxyFor([upstream], { redisUrl: redis.url, overrides: { cache: { sharedSingleFlight: { waitMs: 5_000 } } } });
+    // The key the proxy uses for this request, and a lock nobody will release.
+    const key = 'scp:v1:block:/extended/v2/blocks/8';
+    execFileSync('redis-cli', ['-p', String(redis.port), 'SET', `${key}:lock`, 'crashed-holder', 'PX', '300']);
+    upstream.resetCounts();
+    const response = await fetchRaw(`${proxy.url}/extended/v2/blocks/8`);
+    expect(response.status).toBe(200);
+    expect(upstream.count('/extended/v2/blocks/8')).toBe(1);
+    expect(await metricValue(proxy, 'stacks_proxy_shared_singleflight_waits_total', { result: 'timeout' })).toBe(1);
+  });
+});

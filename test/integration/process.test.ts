@@ -71,6 +71,22 @@ describe('the proxy process', () => {
     upstream.setDelay(0);
   });
 
+  it('closes open WebSockets on SIGTERM instead of waiting for them', async () => {
+    const { default: WebSocket } = await import('ws');
+    const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info' });
+    const { url } = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string };
+    const socket = new WebSocket(`${url.replace('http', 'ws')}/extended/v1/ws`);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    await closed;
+    expect(await exited).toBe(0);
+  });
+
   it('refuses a bad setting with a message naming it, exit code 2', async () => {
     const child = run({ UPSTREAM_URLS: 'not a url', PORT: '0' });
     let stderr = '';
