@@ -9,7 +9,6 @@ import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw } from '../support/http.js';
-import type { ProxyServer } from '../../src/proxy-server.js';
 
 /** Short timeouts so that hangs and cool-downs resolve quickly. */
 const FAST = {

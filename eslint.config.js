@@ -1,0 +1,39 @@
+// Lint rules that keep the architecture's boundaries (DESIGN §2): ioredis only in the Redis
+// store, undici only in the upstream client, express only in the app and HTTP layer, and
+// the pure policy/key/route modules free of I/O imports.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const restrict = (paths, patterns = []) => ({
+  'no-restricted-imports': ['error', { paths, patterns }],
+});
+
+const IOREDIS = { name: 'ioredis', message: 'Only src/cache/redis-store.ts talks to Redis.' };
+const UNDICI = { name: 'undici', message: 'Only src/upstream/ talks to the upstreams.' };
+const EXPRESS = { name: 'express', message: 'Express belongs in src/app.ts and src/http/.' };
+const IO = ['node:fs', 'node:net', 'node:http', 'node:child_process'].map((name) => ({
+  name,
+  message: 'Policy, keys and routes are pure: no I/O.',
+}));
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'coverage/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  // Tests build hostile inputs on purpose (control characters in paths).
+  { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
+  { files: ['src/**/*.ts'], ignores: ['src/cache/redis-store.ts', 'src/upstream/**', 'src/app.ts', 'src/http/**'], rules: restrict([IOREDIS, UNDICI, EXPRESS]) },
+  { files: ['src/upstream/**/*.ts'], rules: restrict([IOREDIS, EXPRESS]) },
+  { files: ['src/cache/redis-store.ts'], rules: restrict([UNDICI, EXPRESS]) },
+  { files: ['src/app.ts', 'src/http/**/*.ts'], rules: restrict([IOREDIS, UNDICI]) },
+  {
+    files: ['src/cache/policy.ts', 'src/cache/key.ts', 'src/routes/**/*.ts'],
+    rules: restrict([IOREDIS, UNDICI, EXPRESS, ...IO]),
+  },
+);
