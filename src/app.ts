@@ -1,13 +1,11 @@
 /**
- * Builds the Express app from its parts. No I/O at import time; main.ts owns start-up.
+ * The Express app for everything but the 13 read routes (served by http/read-dispatch.ts
+ * ahead of it): own endpoints, and the passthrough to the upstream. No I/O at import time.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { ROUTES } from './routes/route-table.js';
-import { createRouteMatcher } from './routes/route-matcher.js';
-import { createReadHandler, type ReadHandler, type ReadHandlerDeps } from './http/read-handler.js';
 import { requestLog, type RequestRecord } from './http/request-log.js';
 import { sendError } from './http/respond.js';
-import { badUrl, methodNotAllowed } from './errors.js';
+import { badUrl } from './errors.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import type { Passthrough } from './proxy/passthrough.js';
@@ -18,21 +16,18 @@ export interface Readiness {
   details?: Record<string, unknown>;
 }
 
-export interface AppDeps extends ReadHandlerDeps {
+export interface AppDeps {
   logger: Logger;
   metrics: Metrics;
   readiness: () => Readiness;
   passthrough?: Passthrough;
 }
 
-// Methods the read routes do not serve; OPTIONS goes on to the upstream (CORS preflight).
-const REFUSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
 export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag'); // bodies carry their own ETag, computed once at store time
-  app.set('query parser', false); // validation parses the raw query exactly as the upstream does
+  app.set('query parser', false); // nothing here reads req.query; the passthrough forwards it raw
 
   app.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
@@ -47,23 +42,6 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use(requestLog(deps.logger, deps.metrics));
-  // One middleware for the 13 routes: a single table lookup instead of a router layer per
-  // route and method keeps the hit path short.
-  const matchRoute = createRouteMatcher(ROUTES);
-  const handlers = new Map(ROUTES.map((route) => [route.id, createReadHandler(route, deps)]));
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    const match = matchRoute(req.path);
-    if (match.kind === 'none') return next();
-    if (match.kind === 'bad-url') return void sendError(res, badUrl(req.path), 'NONE');
-    (res.locals as RequestRecord).route = match.route.id;
-    if (req.method === 'GET' || req.method === 'HEAD') {
-      return (handlers.get(match.route.id) as ReadHandler)(req, res, next, match.params);
-    }
-    if (!REFUSED_METHODS.has(req.method)) return next();
-    res.setHeader('allow', 'GET, HEAD');
-    sendError(res, methodNotAllowed(req.method, req.path), 'NONE');
-  });
-
   if (deps.passthrough) {
     const passthrough = deps.passthrough;
     app.use((req: Request, res: Response, next: NextFunction) => {

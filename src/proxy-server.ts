@@ -18,6 +18,8 @@ import type { Tier } from './cache/store.js';
 import { UpstreamClient } from './upstream/client.js';
 import { ChainTipTracker } from './upstream/chain-tip.js';
 import { createPassthrough } from './proxy/passthrough.js';
+import { createReadDispatcher } from './http/read-dispatch.js';
+import { ROUTES } from './routes/route-table.js';
 
 export interface ProxyServer {
   url: string;
@@ -242,17 +244,12 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
-  const app = createApp({
-    readThrough,
-    txList,
-    now,
-    logger,
-    metrics,
-    readiness,
-    passthrough,
-  });
+  const app = createApp({ logger, metrics, readiness, passthrough });
+  const dispatchRead = createReadDispatcher(ROUTES, { readThrough, txList, now, logger, metrics });
 
-  const server = createServer({ requestTimeout: config.server.requestTimeoutMs }, app);
+  const server = createServer({ requestTimeout: config.server.requestTimeoutMs }, (req, res) => {
+    if (!dispatchRead(req, res)) app(req, res);
+  });
   const upgraded = trackUpgrades(server);
   if (passthrough && config.passthrough.websockets) server.on('upgrade', passthrough.upgrade);
 

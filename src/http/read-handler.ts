@@ -2,25 +2,22 @@
  * The handler for one of the 13 read routes: validate, look up, answer. A fresh entry in
  * memory is written synchronously; anything else goes through the read-through.
  */
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { validateRequest } from '../routes/validate.js';
 import type { ReadThrough, ReadResult } from '../cache/read-through.js';
 import type { TxListReader } from '../cache/tx-list.js';
 import { UpstreamError } from '../upstream/errors.js';
-import { badGateway, gatewayTimeout, serviceUnavailable } from '../errors.js';
+import { badGateway, gatewayTimeout, internalError, serviceUnavailable } from '../errors.js';
+import type { Logger } from '../logger.js';
 import { sendError, sendHit, sendRedirect, sendResult } from './respond.js';
 import type { RequestRecord } from './request-log.js';
 
 export interface ReadHandlerDeps {
   readThrough: ReadThrough;
   txList: TxListReader;
+  logger: Logger;
   now?: () => number;
-}
-
-function rawQueryOf(url: string): string {
-  const mark = url.indexOf('?');
-  return mark < 0 ? '' : url.slice(mark + 1);
 }
 
 // Clients should come back soon: queues drain within seconds.
@@ -32,14 +29,19 @@ function upstreamFailure(error: UpstreamError) {
   return badGateway('The upstream API is unavailable');
 }
 
-export type ReadHandler = (req: Request, res: Response, next: NextFunction, params: Record<string, string>) => void;
+export type ReadHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  params: Record<string, string>,
+  rawQuery: string,
+  record: RequestRecord,
+) => void;
 
 export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): ReadHandler {
   const now = deps.now ?? Date.now;
-  return (req, res, next, params) => {
-    const record = res.locals as RequestRecord;
+  return (req, res, params, rawQuery, record) => {
     record.route = route.id;
-    const outcome = validateRequest(route, params, rawQueryOf(req.url));
+    const outcome = validateRequest(route, params, rawQuery);
     if (outcome.kind === 'error') {
       record.cache = 'BYPASS';
       record.status = sendError(res, outcome.error);
@@ -75,8 +77,12 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         record.status = sendResult(req, res, result, now());
       },
       (error: unknown) => {
-        if (!(error instanceof UpstreamError)) return next(error);
         record.cache = 'MISS';
+        if (!(error instanceof UpstreamError)) {
+          deps.logger.error({ err: error, route: route.id }, 'unexpected error while reading');
+          record.status = sendError(res, internalError('proxy error'), 'MISS');
+          return;
+        }
         record.upstreamError = error.kind;
         const retryAfter = error.kind === 'overloaded' ? ['retry-after', OVERLOAD_RETRY_AFTER_SECONDS] : [];
         record.status = sendError(res, upstreamFailure(error), 'MISS', retryAfter);

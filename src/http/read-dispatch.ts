@@ -1,0 +1,51 @@
+/**
+ * The 13 read routes, served on node:http directly: the request handler tries them first and
+ * hands everything else (own endpoints, passthrough) to the Express app. Keeping Express off
+ * this path is what keeps a cache hit short: match, validate, look up, write prebuilt bytes.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { badUrl, methodNotAllowed } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { createRouteMatcher } from '../routes/route-matcher.js';
+import type { RouteSpec } from '../routes/route-spec.js';
+import { createReadHandler, type ReadHandlerDeps } from './read-handler.js';
+import { observeRequest } from './request-log.js';
+import { sendError } from './respond.js';
+
+// OPTIONS (CORS preflight) is not refused: it goes on to the upstream.
+const REFUSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export interface ReadDispatchDeps extends ReadHandlerDeps {
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/** Returns a handler that answers read-route requests and returns false for anything else. */
+export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDispatchDeps) {
+  const matchRoute = createRouteMatcher(routes);
+  const handlers = new Map(routes.map((route) => [route.id, createReadHandler(route, deps)]));
+  return (req: IncomingMessage, res: ServerResponse): boolean => {
+    const url = req.url ?? '';
+    if (!url.startsWith('/')) return false;
+    const mark = url.indexOf('?');
+    const path = mark < 0 ? url : url.slice(0, mark);
+    const match = matchRoute(path);
+    if (match.kind === 'none') return false;
+    const method = req.method ?? 'GET';
+    const isRead = method === 'GET' || method === 'HEAD';
+    if (!isRead && !REFUSED_METHODS.has(method)) return false;
+
+    const record = observeRequest(req, res, deps);
+    if (match.kind === 'bad-url') {
+      record.status = sendError(res, badUrl(path), 'NONE');
+    } else if (!isRead) {
+      record.route = match.route.id;
+      record.status = sendError(res, methodNotAllowed(method, path), 'NONE', ['allow', 'GET, HEAD']);
+    } else {
+      const handler = handlers.get(match.route.id);
+      handler?.(req, res, match.params, mark < 0 ? '' : url.slice(mark + 1), record);
+    }
+    return true;
+  };
+}
