@@ -116,11 +116,15 @@ function pollErrorLogger(logger: Logger) {
   };
 }
 
-/** Upgraded sockets (WebSockets) leave HTTP's bookkeeping: shutdown has to end them itself. */
+/**
+ * Upgraded sockets (WebSockets) leave HTTP's bookkeeping: shutdown has to end them itself,
+ * and their errors (a client reset) must not become uncaught exceptions.
+ */
 function trackUpgrades(server: Server): Set<Socket> {
   const sockets = new Set<Socket>();
   server.on('upgrade', (_req, socket: Socket) => {
     sockets.add(socket);
+    socket.on('error', () => socket.destroy());
     socket.once('close', () => sockets.delete(socket));
   });
   return sockets;
@@ -250,8 +254,10 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const server = createServer({ requestTimeout: config.server.requestTimeoutMs }, (req, res) => {
     if (!dispatchRead(req, res)) app(req, res);
   });
-  const upgraded = trackUpgrades(server);
-  if (passthrough && config.passthrough.websockets) server.on('upgrade', passthrough.upgrade);
+  // Without an 'upgrade' listener Node itself refuses upgrades and closes the socket.
+  const forwardsUpgrades = passthrough !== undefined && config.passthrough.websockets;
+  const upgraded = forwardsUpgrades ? trackUpgrades(server) : new Set<Socket>();
+  if (forwardsUpgrades) server.on('upgrade', passthrough.upgrade);
 
   await tracker.pollOnce();
   tracker.start();
@@ -264,8 +270,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
-    await tracker.stop();
+    // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+    const trackerStopped = tracker.stop();
     for (const socket of upgraded) socket.destroy();
     // Keep-alive connections become idle as their last request finishes: close them as they do.
     const sweep = setInterval(() => server.closeIdleConnections(), 50);
@@ -275,6 +282,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     await drained;
     clearInterval(sweep);
     clearTimeout(grace);
+    await trackerStopped;
     await store.close();
     await upstream.close();
   };

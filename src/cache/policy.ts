@@ -167,6 +167,9 @@ export function classify(input: ClassifyInput): Classification | undefined {
 export type Verdict = 'fresh' | 'stale-while-revalidate' | 'revalidate' | 'refetch' | 'purged';
 
 function purgedByReorg(entry: CacheEntry, reorgs: readonly ReorgRecord[]): boolean {
+  // Records are in time order: an entry validated after the last one is untouched (the hit path).
+  const last = reorgs[reorgs.length - 1];
+  if (!last || entry.validatedAt >= last.at) return false;
   return reorgs.some(
     (r) => r.at > entry.validatedAt && (entry.cls !== 'final' || entry.height === undefined || entry.height > r.forkHeight),
   );

@@ -46,6 +46,11 @@ export interface ReadObserver {
   onSharedWait?(route: string, result: 'filled' | 'timeout'): void;
 }
 
+export interface Snapshot {
+  chain: ChainView;
+  at: number;
+}
+
 export interface SharedFlightSettings {
   lock: SharedLock;
   lockTtlMs: number;
@@ -85,13 +90,20 @@ export function bodyEtag(body: Buffer): string {
 
 const isStrongEtag = (etag: string | undefined): etag is string => etag !== undefined && etag.startsWith('"');
 
-/** A 200 that says it is JSON must parse; anything else is an upstream fault, never cached. */
+/**
+ * The upstream answers these routes in JSON. A 200 or 404 (the statuses the cache keeps) that
+ * is not JSON, or does not parse (an error page from something in between, a cut body), is
+ * an upstream fault: retried elsewhere and never cached.
+ */
 export function assertWellFormed(response: UpstreamResponse): void {
-  if (response.status !== 200 || !(response.headers['content-type'] ?? '').includes('json')) return;
+  if (response.status !== 200 && response.status !== 404) return;
+  const invalid = (why: string, cause?: unknown) =>
+    new UpstreamError('invalid', response.upstream, `${why} from ${response.upstream} (status ${response.status})`, { cause });
+  if (!(response.headers['content-type'] ?? '').includes('json')) throw invalid('a body that is not JSON');
   try {
     JSON.parse(response.body.toString('utf8'));
   } catch (error) {
-    throw new UpstreamError('invalid', response.upstream, `invalid JSON body from ${response.upstream}`, { cause: error });
+    throw invalid('invalid JSON', error);
   }
 }
 
@@ -111,14 +123,20 @@ export class ReadThrough {
   peekFresh(key: string): CacheEntry | undefined {
     const entry = this.deps.store.peek(key);
     if (!entry || evaluate(entry, this.now(), this.deps.chain(), this.deps.ttl) !== 'fresh') return undefined;
-    this.deps.store.countHit(entry);
+    this.deps.store.countLookup('memory', entry.cls, 'hit');
     return entry;
   }
 
   async read(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult> {
     const key = this.keyFor(route, request);
-    const held = (await this.deps.store.get(key))?.entry;
+    const found = await this.deps.store.get(key);
+    const held = found?.entry;
     const verdict = held ? evaluate(held, this.now(), this.deps.chain(), this.deps.ttl) : undefined;
+    // Memory-tier lookups are counted here, once: served fresh is a hit, anything that needs
+    // the upstream a miss (a stale serve is counted as `stale` where it happens).
+    if (found?.tier === 'memory' && verdict !== 'stale-while-revalidate') {
+      this.deps.store.countLookup('memory', found.entry.cls, verdict === 'fresh' ? 'hit' : 'miss');
+    }
     if (held && verdict === 'fresh') return { cacheStatus: 'HIT', entry: held };
     if (verdict === 'purged') this.deps.observer?.onReorgPurge?.();
     const run = () =>
@@ -190,7 +208,10 @@ export class ReadThrough {
     const conditional = verdict === 'revalidate' || verdict === 'stale-while-revalidate' ? held : undefined;
     // Data a reorg may have changed is never served stale.
     const fallback = verdict === 'purged' ? undefined : held;
-    const started = this.now();
+    // The answer is stamped with the chain and time from before it was asked for: a block that
+    // lands meanwhile must make it stale, not make it look current.
+    const asked = this.snapshot();
+    const started = asked.at;
     let response: UpstreamResponse;
     try {
       response = await this.deps.upstream.get({
@@ -210,14 +231,15 @@ export class ReadThrough {
       const failure = new UpstreamError('5xx', response.upstream, `upstream answered ${response.status}`);
       return this.staleFallback(route, fallback, failure) ?? { ...this.bypass(response), upstreamSeconds };
     }
+    const sentIfNoneMatch = conditional?.upstreamEtag !== undefined;
     if (response.status === 304 && conditional) {
       this.deps.observer?.onRevalidation?.('not_modified');
-      const refreshed = await this.refresh(conditional, route, request);
+      const refreshed = await this.refresh(conditional, route, request, asked);
       await this.write(key, refreshed, awaitWrite);
       return { cacheStatus: 'REVALIDATED', entry: refreshed, upstreamSeconds };
     }
-    if (conditional) this.deps.observer?.onRevalidation?.('modified');
-    const result = await this.admit(route, request, response);
+    if (sentIfNoneMatch) this.deps.observer?.onRevalidation?.('modified');
+    const result = await this.admit(route, request, response, asked);
     if (result.cacheStatus === 'MISS') await this.write(key, result.entry, awaitWrite);
     return { ...result, upstreamSeconds };
   }
@@ -232,8 +254,8 @@ export class ReadThrough {
    * A 304 confirms the stored bytes (its ETag stays: the upstream's 304 carries none). The class
    * is decided again, so a confirmed transaction that is now deep enough becomes final.
    */
-  private async refresh(entry: CacheEntry, route: RouteSpec, request: CanonicalRequest): Promise<CacheEntry> {
-    const chain = this.deps.chain();
+  private async refresh(entry: CacheEntry, route: RouteSpec, request: CanonicalRequest, asked: Snapshot): Promise<CacheEntry> {
+    const chain = asked.chain;
     const classification =
       classify({
         policy: route.policy,
@@ -243,12 +265,12 @@ export class ReadThrough {
         chain,
         finalTxHeight: await this.finalTxHeight(request),
       }) ?? { cls: entry.cls, height: entry.height };
-    return { ...entry, ...this.stamp(classification, chain) };
+    return { ...entry, ...this.stamp(classification, asked) };
   }
 
   /** Builds the entry when the policy gives the answer a class; otherwise passes it through. */
-  private async admit(route: RouteSpec, request: CanonicalRequest, response: UpstreamResponse): Promise<ReadResult> {
-    const chain = this.deps.chain();
+  private async admit(route: RouteSpec, request: CanonicalRequest, response: UpstreamResponse, asked: Snapshot): Promise<ReadResult> {
+    const chain = asked.chain;
     const classification = classify({
       policy: route.policy,
       facts: request.facts,
@@ -258,22 +280,27 @@ export class ReadThrough {
       finalTxHeight: await this.finalTxHeight(request),
     });
     if (!classification) return this.bypass(response);
-    return { cacheStatus: 'MISS', entry: this.buildEntry(response, classification, chain) };
+    return { cacheStatus: 'MISS', entry: this.buildEntry(response, classification, asked) };
+  }
+
+  /** The chain and the time at which a request leaves for the upstream. */
+  snapshot(): Snapshot {
+    return { chain: this.deps.chain(), at: this.now() };
   }
 
   /** Class, validation time and the tip it was validated under. */
-  stamp(classification: Classification, chain: ChainView): Pick<CacheEntry, 'cls' | 'height' | 'validatedAt' | 'tipHash' | 'tipHeight'> {
+  stamp(classification: Classification, asked: Snapshot): Pick<CacheEntry, 'cls' | 'height' | 'validatedAt' | 'tipHash' | 'tipHeight'> {
     const final = classification.cls === 'final';
     return {
       cls: classification.cls,
       height: classification.height,
-      validatedAt: this.now(),
-      tipHash: final ? undefined : chain.tipHash,
-      tipHeight: final ? undefined : chain.tipHeight,
+      validatedAt: asked.at,
+      tipHash: final ? undefined : asked.chain.tipHash,
+      tipHeight: final ? undefined : asked.chain.tipHeight,
     };
   }
 
-  buildEntry(response: UpstreamResponse, classification: Classification, chain: ChainView): CacheEntry {
+  buildEntry(response: UpstreamResponse, classification: Classification, asked: Snapshot): CacheEntry {
     const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
     return {
       status: response.status,
@@ -281,7 +308,7 @@ export class ReadThrough {
       headers: forwardedHeaders(response),
       upstreamEtag,
       etag: upstreamEtag ?? bodyEtag(response.body),
-      ...this.stamp(classification, chain),
+      ...this.stamp(classification, asked),
     };
   }
 
@@ -305,7 +332,9 @@ export class ReadThrough {
     const txId = request.facts.eventsOfTx;
     if (!txId) return undefined;
     const found = await this.deps.store.get(routeKey(this.deps.keyPrefix, 'tx_by_id', `/extended/v1/tx/${txId}`));
-    return found?.entry.cls === 'final' ? found.entry.height : undefined;
+    if (found?.entry.cls !== 'final') return undefined;
+    // A final entry a reorg made suspect says nothing any more.
+    return evaluate(found.entry, this.now(), this.deps.chain(), this.deps.ttl) === 'fresh' ? found.entry.height : undefined;
   }
 
   private staleFallback(route: RouteSpec, held: CacheEntry | undefined, error: unknown): ReadResult | undefined {

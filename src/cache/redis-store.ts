@@ -60,10 +60,6 @@ export class RedisStore implements CacheStore, SharedLock {
     this.client.on('error', (error: unknown) => options.observer?.onError?.('redis', 'connection', error));
   }
 
-  get isReady(): boolean {
-    return this.client.status === 'ready';
-  }
-
   async get(key: string): Promise<CacheEntry | undefined> {
     const bytes = await this.timed('get', () => this.client.getBuffer(key));
     if (!bytes) return undefined;
@@ -123,14 +119,6 @@ export class RedisStore implements CacheStore, SharedLock {
       return { keys, bytes: field(memory, 'used_memory'), evictedKeys: field(stats, 'evicted_keys') };
     } catch {
       return undefined;
-    }
-  }
-
-  async ping(): Promise<boolean> {
-    try {
-      return (await this.timed('ping', () => this.client.ping())) === 'PONG';
-    } catch {
-      return false;
     }
   }
 

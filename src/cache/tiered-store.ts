@@ -27,23 +27,20 @@ export class TieredStore {
   ) {}
 
   /**
-   * The hit path: no promise, no I/O, and no count (the caller counts it with `countHit`
-   * once it knows the entry is served; otherwise the following `get` counts the lookup).
+   * The hit path: no promise, no I/O. Memory-tier entries are not counted here: only the
+   * caller knows whether one was served (hit) or had to be refreshed (miss); see countLookup.
    */
   peek(key: string): CacheEntry | undefined {
     return this.memory.peek(key);
   }
 
-  countHit(entry: CacheEntry): void {
-    this.observer.onLookup?.('memory', entry.cls, 'hit');
+  countLookup(tier: Tier, cls: FreshnessClass | 'unknown', result: LookupResult): void {
+    this.observer.onLookup?.(tier, cls, result);
   }
 
   async get(key: string): Promise<Found | undefined> {
     const local = this.memory.peek(key);
-    if (local) {
-      this.countHit(local);
-      return { entry: local, tier: 'memory' };
-    }
+    if (local) return { entry: local, tier: 'memory' };
     this.observer.onLookup?.('memory', 'unknown', 'miss');
     if (!this.shared) return undefined;
     try {

@@ -14,7 +14,7 @@ import type { UpstreamResponse } from '../upstream/client.js';
 import { txListItemKey } from './key.js';
 import type { CacheEntry, FreshnessClass } from './entry.js';
 import { classifyTransaction, evaluate, type Classification } from './policy.js';
-import { assertWellFormed, bodyEtag, type ReadResult, type ReadThrough, type ReadThroughDeps } from './read-through.js';
+import { assertWellFormed, bodyEtag, type ReadResult, type ReadThrough, type ReadThroughDeps, type Snapshot } from './read-through.js';
 import { scanObjectMembers } from './json-object-scan.js';
 import { SingleFlight } from './single-flight.js';
 
@@ -79,11 +79,12 @@ export class TxListReader {
     const missing = ids.filter((id) => !cached.has(id));
     if (missing.length === 0) return this.compose(ids, cached, 'HIT');
 
-    const started = this.now();
+    const asked = this.readThrough.snapshot();
+    const started = asked.at;
     const response = await this.fetchMissing(route, missing, queryText);
     const upstreamSeconds = (this.now() - started) / 1000;
     if (response.status !== 200) return { ...this.readThrough.bypass(response), upstreamSeconds };
-    const fetched = this.admit(response, queryText);
+    const fetched = this.admit(response, queryText, asked);
     if (!fetched) throw new UpstreamError('invalid', response.upstream, 'tx/multiple answer is not an object');
     for (const [id, entry] of fetched) cached.set(id, entry);
     // Every id fetched at once: the upstream's bytes are the answer as they are.
@@ -97,7 +98,10 @@ export class TxListReader {
     await Promise.all(
       ids.map(async (id) => {
         const hit = await this.deps.store.get(txListItemKey(this.deps.keyPrefix, id, queryText));
-        if (hit && evaluate(hit.entry, this.now(), chain, this.deps.ttl) === 'fresh') found.set(id, hit.entry);
+        if (!hit) return;
+        const fresh = evaluate(hit.entry, this.now(), chain, this.deps.ttl) === 'fresh';
+        if (hit.tier === 'memory') this.deps.store.countLookup('memory', hit.entry.cls, fresh ? 'hit' : 'miss');
+        if (fresh) found.set(id, hit.entry);
       }),
     );
     return found;
@@ -113,10 +117,10 @@ export class TxListReader {
   }
 
   /** Splits the upstream's object into members and stores each under its own class. */
-  private admit(response: UpstreamResponse, queryText: string): Map<string, CacheEntry> | undefined {
+  private admit(response: UpstreamResponse, queryText: string, asked: Snapshot): Map<string, CacheEntry> | undefined {
     const members = scanObjectMembers(response.body.toString('utf8'));
     if (!members) return undefined;
-    const chain = this.deps.chain();
+    const { chain } = asked;
     const entries = new Map<string, CacheEntry>();
     for (const { key, raw } of members) {
       const member = JSON.parse(raw) as ListMember;
@@ -129,7 +133,7 @@ export class TxListReader {
         body,
         headers: {},
         etag: '',
-        ...this.readThrough.stamp(classification, chain),
+        ...this.readThrough.stamp(classification, asked),
         listItem: { found: member.found === true, minedHeight },
       };
       entries.set(key, entry);

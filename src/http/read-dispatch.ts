@@ -38,10 +38,10 @@ export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDis
 
     const record = observeRequest(req, res, deps);
     if (match.kind === 'bad-url') {
-      record.status = sendError(res, badUrl(path), 'NONE');
+      record.status = sendError(res, badUrl(path), 'NONE', record.headers);
     } else if (!isRead) {
       record.route = match.route.id;
-      record.status = sendError(res, methodNotAllowed(method, path), 'NONE', ['allow', 'GET, HEAD']);
+      record.status = sendError(res, methodNotAllowed(method, path), 'NONE', ['allow', 'GET, HEAD', ...record.headers]);
     } else {
       const handler = handlers.get(match.route.id);
       handler?.(req, res, match.params, mark < 0 ? '' : url.slice(mark + 1), record);

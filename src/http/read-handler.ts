@@ -44,12 +44,12 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     const outcome = validateRequest(route, params, rawQuery);
     if (outcome.kind === 'error') {
       record.cache = 'BYPASS';
-      record.status = sendError(res, outcome.error);
+      record.status = sendError(res, outcome.error, 'BYPASS', record.headers);
       return;
     }
     if (outcome.kind === 'redirect') {
       record.cache = 'BYPASS';
-      record.status = sendRedirect(res, outcome.location);
+      record.status = sendRedirect(res, outcome.location, record.headers);
       return;
     }
     const request = outcome.request;
@@ -59,10 +59,10 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         record.cache = 'HIT';
         record.cls = hit.cls;
         if (req.headers['if-none-match'] === undefined) {
-          sendHit(res, hit, now());
+          sendHit(res, hit, now(), record.headers);
           record.status = hit.status;
         } else {
-          record.status = sendResult(req, res, { cacheStatus: 'HIT', entry: hit }, now());
+          record.status = sendResult(req, res, { cacheStatus: 'HIT', entry: hit }, now(), record.headers);
         }
         return;
       }
@@ -74,18 +74,18 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         record.cache = result.cacheStatus;
         record.cls = result.cacheStatus === 'BYPASS' ? undefined : result.entry.cls;
         record.upstreamSeconds = result.upstreamSeconds;
-        record.status = sendResult(req, res, result, now());
+        record.status = sendResult(req, res, result, now(), record.headers);
       },
       (error: unknown) => {
         record.cache = 'MISS';
         if (!(error instanceof UpstreamError)) {
           deps.logger.error({ err: error, route: route.id }, 'unexpected error while reading');
-          record.status = sendError(res, internalError('proxy error'), 'MISS');
+          record.status = sendError(res, internalError('proxy error'), 'MISS', record.headers);
           return;
         }
         record.upstreamError = error.kind;
         const retryAfter = error.kind === 'overloaded' ? ['retry-after', OVERLOAD_RETRY_AFTER_SECONDS] : [];
-        record.status = sendError(res, upstreamFailure(error), 'MISS', retryAfter);
+        record.status = sendError(res, upstreamFailure(error), 'MISS', [...retryAfter, ...record.headers]);
       },
     );
   };

@@ -9,6 +9,8 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 
 export interface RequestRecord {
+  /** Headers every answer to this request carries (the request id), for writeHead. */
+  headers: string[];
   route?: string;
   status?: number;
   cache?: string;
@@ -20,44 +22,81 @@ export interface RequestRecord {
 // Echoed ids are bounded so a client cannot make log lines arbitrarily large.
 const MAX_REQUEST_ID_LENGTH = 128;
 
-/** Starts observing one request; the returned record is read when the response finishes. */
+type RequestCounter = ReturnType<Metrics['httpRequests']['labels']>;
+type DurationHistogram = ReturnType<Metrics['httpDuration']['labels']>;
+
+/** Label children per label combination (bounded: route ids, methods, statuses, cache results). */
+const children = new WeakMap<Metrics, { requests: Map<string, RequestCounter>; durations: Map<string, DurationHistogram> }>();
+
+function childrenOf(metrics: Metrics) {
+  let found = children.get(metrics);
+  if (!found) {
+    found = { requests: new Map(), durations: new Map() };
+    children.set(metrics, found);
+  }
+  return found;
+}
+
+function countRequest(metrics: Metrics, route: string, method: string, status: string, cache: string, seconds: number): void {
+  const cached = childrenOf(metrics);
+  const requestKey = `${route} ${method} ${status} ${cache}`;
+  let counter = cached.requests.get(requestKey);
+  if (!counter) {
+    counter = metrics.httpRequests.labels({ route, method, status, cache });
+    cached.requests.set(requestKey, counter);
+  }
+  counter.inc();
+  const durationKey = `${route} ${cache}`;
+  let histogram = cached.durations.get(durationKey);
+  if (!histogram) {
+    histogram = metrics.httpDuration.labels({ route, cache });
+    cached.durations.set(durationKey, histogram);
+  }
+  histogram.observe(seconds);
+}
+
+/**
+ * Starts observing one request; the returned record is read when the response finishes.
+ * The request id goes into `record.headers` for the writer to include in its writeHead
+ * (res.setHeader would push every later writeHead onto Node's slower merging path).
+ */
 export function observeRequest(
   req: IncomingMessage,
   res: ServerResponse,
   sinks: { logger: Logger; metrics: Metrics },
-  record: RequestRecord = {},
+  into: Partial<RequestRecord> = {},
 ): RequestRecord {
   const started = process.hrtime.bigint();
   const incoming = req.headers['x-request-id'];
   const requestId = typeof incoming === 'string' && incoming.length > 0 && incoming.length <= MAX_REQUEST_ID_LENGTH ? incoming : randomUUID();
-  res.setHeader('x-request-id', requestId);
+  const observed = Object.assign(into, { headers: ['x-request-id', requestId] }) as RequestRecord;
   res.once('finish', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const route = record.route ?? 'passthrough';
-    const cache = record.cache ?? 'NONE';
-    const status = record.status ?? res.statusCode;
-    sinks.metrics.httpRequests.inc({ route, method: req.method ?? 'GET', status: String(status), cache });
-    sinks.metrics.httpDuration.observe({ route, cache }, seconds);
-    if (record.upstreamError === 'overloaded') sinks.metrics.overloadRejections.inc({ route });
+    const route = observed.route ?? 'passthrough';
+    const cache = observed.cache ?? 'NONE';
+    const status = observed.status ?? res.statusCode;
+    countRequest(sinks.metrics, route, req.method ?? 'GET', String(status), cache, seconds);
+    if (observed.upstreamError === 'overloaded') sinks.metrics.overloadRejections.inc({ route });
     sinks.logger.info({
       reqId: requestId,
       method: req.method,
       route,
       status,
       cache,
-      class: record.cls,
+      class: observed.cls,
       ms: Math.round(seconds * 1e6) / 1e3,
-      upstreamMs: record.upstreamSeconds === undefined ? undefined : Math.round(record.upstreamSeconds * 1e6) / 1e3,
-      upstreamError: record.upstreamError,
+      upstreamMs: observed.upstreamSeconds === undefined ? undefined : Math.round(observed.upstreamSeconds * 1e6) / 1e3,
+      upstreamError: observed.upstreamError,
     });
   });
-  return record;
+  return observed;
 }
 
-/** The same, as Express middleware: handlers write into `res.locals`. */
+/** The same, as Express middleware: handlers write into `res.locals`; the id is set as a header. */
 export function requestLog(logger: Logger, metrics: Metrics) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    observeRequest(req, res, { logger, metrics }, res.locals as RequestRecord);
+    const observed = observeRequest(req, res, { logger, metrics }, res.locals as Partial<RequestRecord>);
+    res.setHeader('x-request-id', observed.headers[1] as string);
     next();
   };
 }

@@ -45,15 +45,16 @@ export function matchesIfNoneMatch(header: string | undefined, etag: string): bo
 }
 
 /** Cache hit: the shortest path there is. */
-export function sendHit(res: ServerResponse, entry: CacheEntry, now: number): void {
-  res.writeHead(entry.status, [...storedHeaders(entry), 'x-cache', 'HIT', 'age', ageOf(entry, now)]);
+export function sendHit(res: ServerResponse, entry: CacheEntry, now: number, extra: string[] = []): void {
+  res.writeHead(entry.status, [...storedHeaders(entry), 'x-cache', 'HIT', 'age', ageOf(entry, now), ...extra]);
   res.end(entry.body);
 }
 
-export function sendResult(req: IncomingMessage, res: ServerResponse, result: ReadResult, now: number): number {
+/** `requestHeaders`: headers every answer to this request carries (its request id). */
+export function sendResult(req: IncomingMessage, res: ServerResponse, result: ReadResult, now: number, requestHeaders: string[] = []): number {
   const { entry, cacheStatus } = result;
-  if (cacheStatus === 'BYPASS') return sendBypass(res, entry);
-  const extra = ['x-cache', cacheStatus, 'age', ageOf(entry, now)];
+  if (cacheStatus === 'BYPASS') return sendBypass(res, entry, requestHeaders);
+  const extra = ['x-cache', cacheStatus, 'age', ageOf(entry, now), ...requestHeaders];
   if (cacheStatus === 'STALE') extra.push('warning', STALE_WARNING);
   if (matchesIfNoneMatch(req.headers['if-none-match'], entry.etag)) {
     res.writeHead(304, [
@@ -72,8 +73,8 @@ export function sendResult(req: IncomingMessage, res: ServerResponse, result: Re
 }
 
 /** Not stored: the upstream's status, body and own cache headers, as it sent them. */
-function sendBypass(res: ServerResponse, entry: CacheEntry): number {
-  const headers = ['content-length', String(entry.body.length), 'x-cache', 'BYPASS', ...CORS];
+function sendBypass(res: ServerResponse, entry: CacheEntry, requestHeaders: string[]): number {
+  const headers = ['content-length', String(entry.body.length), 'x-cache', 'BYPASS', ...CORS, ...requestHeaders];
   for (const [name, value] of Object.entries(entry.headers)) headers.push(name, value);
   if (entry.etag) headers.push('etag', entry.etag);
   res.writeHead(entry.status, headers);
@@ -91,8 +92,8 @@ export function sendError(res: ServerResponse, error: ErrorReply, status: CacheS
   return error.status;
 }
 
-export function sendRedirect(res: ServerResponse, location: string): number {
-  res.writeHead(302, ['location', location, 'content-length', '0', 'x-cache', 'BYPASS', ...CORS]);
+export function sendRedirect(res: ServerResponse, location: string, extra: string[] = []): number {
+  res.writeHead(302, ['location', location, 'content-length', '0', 'x-cache', 'BYPASS', ...CORS, ...extra]);
   res.end();
   return 302;
 }

@@ -38,8 +38,11 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
     ws: options.websockets,
     proxyTimeout: options.timeoutMs,
     on: {
-      proxyReq: (_proxyReq, req) => {
-        sentAt.set(req, { upstream: options.target(), started: process.hrtime.bigint() });
+      proxyReq: (_proxyReq, req, _res, proxyOptions) => {
+        // The target the router chose for this request (a URL object or string).
+        const target = proxyOptions.target;
+        const upstream = typeof target === 'string' ? new URL(target).origin : target instanceof URL ? target.origin : options.target();
+        sentAt.set(req, { upstream, started: process.hrtime.bigint() });
       },
       error: (error, req, resOrSocket) => {
         options.logger.warn({ err: error.message }, 'passthrough to upstream failed');

@@ -51,7 +51,8 @@ export function validateRequest(
     values[decl.name] = result.value;
   }
 
-  const parsed = parseQueryString(rawQuery) as Record<string, RawValue>;
+  // No key limit (node's default stops at 1000 and would drop what follows; Fastify does not).
+  const parsed = parseQueryString(rawQuery, '&', '=', { maxKeys: 0 }) as Record<string, RawValue>;
   for (const name of route.requiredQuery ?? []) {
     if (parsed[name] === undefined) {
       return { kind: 'error', error: validationError(`querystring must have required property '${name}'`) };
@@ -70,7 +71,10 @@ export function validateRequest(
   }
   for (const name of route.undeclaredQuery ?? []) {
     const raw = parsed[name];
-    if (typeof raw === 'string') query.set(name, raw);
+    if (raw === undefined) continue;
+    // One value only: a repeated undeclared key has no single form to forward faithfully.
+    if (typeof raw !== 'string') return { kind: 'error', error: validationError(`querystring/${name} must be string`) };
+    query.set(name, raw);
   }
 
   const resolution = route.resolve(values, { rawQuery, query });

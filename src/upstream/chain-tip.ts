@@ -43,6 +43,7 @@ function parseJson<T>(body: Buffer): T | undefined {
 
 export class ChainTipTracker {
   private current: ChainTip | undefined;
+  private currentOrigin: string | undefined;
   /** Last tip and ETag each upstream sent, for If-None-Match. */
   private readonly perUpstream = new Map<string, { etag: string; tip: ChainTip }>();
   private finalStacksHeight: number | undefined;
@@ -65,11 +66,6 @@ export class ChainTipTracker {
 
   get tip(): ChainTip | undefined {
     return this.current;
-  }
-
-  /** When the upstream last answered the poll (ms), for tip-age metrics and readiness. */
-  get lastPolledAt(): number | undefined {
-    return this.lastSuccessAt;
   }
 
   view(): ChainView {
@@ -113,9 +109,22 @@ export class ChainTipTracker {
     }
     if (!best) throw new Error('no upstream answered the chain tip poll');
     this.lastSuccessAt = this.now();
+    if (this.isLaggingView(best)) return;
     if (best.tip.indexBlockHash !== this.current?.indexBlockHash) await this.advanceTo(best.tip, best.origin);
+    this.currentOrigin = best.origin;
     await this.refreshFinality(best.tip.burnHeight, best.origin);
     this.publish();
+  }
+
+  /**
+   * A lower tip from another upstream than the one that gave the current tip means that one
+   * did not answer this time (or fell behind), not that the chain went back: a reorg to a lower
+   * height is only believed from the upstream that was leading.
+   */
+  private isLaggingView(best: { origin: string; tip: ChainTip }): boolean {
+    const current = this.current;
+    if (!current || best.tip.height >= current.height) return false;
+    return best.origin !== this.currentOrigin || this.seen.get(best.tip.height) === best.tip.indexBlockHash;
   }
 
   /** One upstream's tip: a 304 repeats the last one it sent. Failures leave it out. */
@@ -147,7 +156,7 @@ export class ChainTipTracker {
       const forkHeight = await this.findForkHeight(Math.min(previous.height, next.height), origin);
       const record = { at: this.now(), forkHeight };
       this.reorgs.push(record);
-      if (this.reorgs.length > REORG_RECORDS_KEPT) this.reorgs.shift();
+      this.foldOldReorgs();
       for (const height of [...this.seen.keys()]) if (height > forkHeight) this.seen.delete(height);
       // Finality learned on the old branch above the fork cannot be trusted.
       if (this.finalStacksHeight !== undefined && this.finalStacksHeight > forkHeight) this.finalStacksHeight = forkHeight;
@@ -157,6 +166,17 @@ export class ChainTipTracker {
     this.seen.set(next.height, next.indexBlockHash);
     if (this.seen.size > HISTORY_LIMIT) this.seen.delete(Math.min(...this.seen.keys()));
     this.observer.onTip?.(next);
+  }
+
+  /**
+   * Keeps the reorg list bounded without forgetting: the two oldest records merge into one
+   * that is at least as strict (latest time, lowest fork), so nothing they purged comes back.
+   */
+  private foldOldReorgs(): void {
+    while (this.reorgs.length > REORG_RECORDS_KEPT) {
+      const [first, second] = this.reorgs.splice(0, 2) as [ReorgRecord, ReorgRecord];
+      this.reorgs.unshift({ at: Math.max(first.at, second.at), forkHeight: Math.min(first.forkHeight, second.forkHeight) });
+    }
   }
 
   /** The new tip extends the old one when the old tip is still the canonical block at its height. */

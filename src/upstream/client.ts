@@ -3,7 +3,8 @@
  * timeouts, a body size cap, a circuit breaker, a bounded request queue, and lag awareness.
  * The only module that imports undici. `get` retries an idempotent request on the next
  * usable upstream with backoff, within a total deadline. Statuses are returned, not
- * thrown; when every attempt answered 5xx the last such answer is returned.
+ * thrown (a 5xx counts as a failure for retries and the breaker); when every attempt
+ * answered 5xx the last such answer is returned.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
@@ -161,7 +162,10 @@ export class UpstreamClient {
       if (!upstream) break;
       if (attempt > 0) {
         const pause = backoffMs(this.settings.retryBackoffMs, attempt);
-        if (this.now() + pause >= deadline) break;
+        if (this.now() + pause >= deadline) {
+          upstream.breaker.release();
+          break;
+        }
         this.observer.onRetry?.(request.route, upstream.origin, lastError?.kind ?? '5xx');
         await sleep(pause);
       }
@@ -178,11 +182,16 @@ export class UpstreamClient {
     throw lastError ?? new UpstreamError('connect', 'none', 'no usable upstream (every circuit breaker is open)');
   }
 
-  /** One attempt against one named upstream: the chain-tip poll, which is also the health check. */
+  /**
+   * One attempt against one named upstream: the chain-tip poll, which is also the health
+   * check. It skips the request queue (the tip must move even under load), and while a
+   * breaker is open its success does not close it: only after the cool-down does a good
+   * poll count as the half-open trial.
+   */
   async getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse> {
     const upstream = this.upstreams.find((u) => u.origin === origin);
     if (!upstream) throw new UpstreamError('connect', origin, `unknown upstream ${origin}`);
-    return this.send(upstream, request, this.now() + this.settings.requestDeadlineMs);
+    return this.send(upstream, request, this.now() + this.settings.requestDeadlineMs, { healthCheck: true });
   }
 
   async close(): Promise<void> {
@@ -199,26 +208,36 @@ export class UpstreamClient {
     return heights.length === 0 ? 0 : Math.max(...heights) - upstream.tipHeight;
   }
 
-  /** The first upstream in configured order that is usable, preferring ones not tried yet. */
+  /**
+   * The usable upstream to try next: ones not tried yet first, then those at the best tip
+   * (an answer from one a block behind would be stored as current), then configured order.
+   * Lagging upstreams only when nothing else is left: old data beats none.
+   */
   private pick(tried: Set<Upstream>): Upstream | undefined {
     const now = this.now();
-    const order = [...this.upstreams.filter((u) => !tried.has(u)), ...this.upstreams.filter((u) => tried.has(u))];
-    const fresh = order.filter((u) => !u.lagging);
-    // Lagging upstreams only when nothing else is left: old data beats none.
-    for (const upstream of [...fresh, ...order.filter((u) => u.lagging)]) {
-      if (upstream.breaker.tryAcquire(now)) return upstream;
+    const rank = (u: Upstream): number => (tried.has(u) ? 2 : 0) + (u.lagging ? 4 : 0) + ((this.lagOf(u) ?? 0) > 0 ? 1 : 0);
+    const order = this.upstreams.map((u, index) => ({ u, index })).sort((a, b) => rank(a.u) - rank(b.u) || a.index - b.index);
+    for (const { u } of order) {
+      if (u.breaker.tryAcquire(now)) return u;
     }
     return undefined;
   }
 
-  private async send(upstream: Upstream, request: UpstreamRequest, deadline: number): Promise<UpstreamResponse> {
-    let release: () => void;
-    try {
-      release = await upstream.gate.acquire();
-    } catch (error) {
-      upstream.breaker.release(); // a full queue says nothing about the upstream's health
-      if (error instanceof QueueFullError) throw new UpstreamError('overloaded', upstream.origin, `request queue full for ${upstream.origin}`);
-      throw error;
+  private async send(
+    upstream: Upstream,
+    request: UpstreamRequest,
+    deadline: number,
+    options: { healthCheck?: boolean } = {},
+  ): Promise<UpstreamResponse> {
+    let release: () => void = () => undefined;
+    if (!options.healthCheck) {
+      try {
+        release = await upstream.gate.acquire(deadline - this.now());
+      } catch (error) {
+        upstream.breaker.release(); // a full queue says nothing about the upstream's health
+        if (error instanceof QueueFullError) throw new UpstreamError('overloaded', upstream.origin, `${error.message} (${upstream.origin})`);
+        throw error;
+      }
     }
     const started = process.hrtime.bigint();
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
@@ -234,7 +253,7 @@ export class UpstreamClient {
       request.validate?.(answer);
       this.observer.onResponse?.(upstream.origin, request.route, response.statusCode, seconds());
       if (response.statusCode >= 500) this.recordFailure(upstream);
-      else this.recordSuccess(upstream);
+      else if (!options.healthCheck || upstream.breaker.state(this.now()) !== 'open') this.recordSuccess(upstream);
       return answer;
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);

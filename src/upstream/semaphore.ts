@@ -1,7 +1,7 @@
 /**
  * Bounds concurrent requests to one upstream. Past `limit`, callers wait in a FIFO queue of
- * at most `maxQueue`; past that they are refused at once, so an overloaded upstream turns
- * into quick 503s instead of an ever-growing backlog.
+ * at most `maxQueue`, and no longer than their own deadline; past either they are refused,
+ * so an overloaded upstream turns into quick 503s instead of an ever-growing backlog.
  */
 export class QueueFullError extends Error {
   override name = 'QueueFullError';
@@ -24,13 +24,26 @@ export class Semaphore {
     return this.waiting.length;
   }
 
-  async acquire(): Promise<() => void> {
+  async acquire(maxWaitMs: number = Infinity): Promise<() => void> {
     if (this.active < this.limit) {
       this.active++;
       return this.releaser();
     }
     if (this.waiting.length >= this.maxQueue) throw new QueueFullError('upstream request queue is full');
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    await new Promise<void>((resolve, reject) => {
+      const waiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = Number.isFinite(maxWaitMs)
+        ? setTimeout(() => {
+            const at = this.waiting.indexOf(waiter);
+            if (at >= 0) this.waiting.splice(at, 1);
+            reject(new QueueFullError('waited in the upstream request queue past the deadline'));
+          }, Math.max(0, maxWaitMs))
+        : undefined;
+      this.waiting.push(waiter);
+    });
     return this.releaser();
   }
 

@@ -431,3 +431,22 @@ describe('limit=0', () => {
     );
   });
 });
+
+describe('query strings at the edges', () => {
+  const ADDR = 'ST000000000000000000002AMW42H';
+
+  it('reads parameters past the 1,000th key like the upstream (no key limit)', () => {
+    const junk = Array.from({ length: 1_200 }, (_, i) => `junk${i}=1`).join('&');
+    const outcome = run('address_transactions', { principal: ADDR }, `${junk}&limit=999`);
+    expect(outcome).toMatchObject({ kind: 'error', error: { status: 400 } });
+    expect(outcome.kind === 'error' && JSON.parse(outcome.error.body).message).toBe('querystring/limit must be <= 50');
+  });
+
+  it('refuses a repeated cursor rather than forwarding only one of them', () => {
+    const outcome = run('address_transactions_v2', { address: ADDR }, 'cursor=a&cursor=b');
+    expect(outcome.kind === 'error' && JSON.parse(outcome.error.body).message).toBe('querystring/cursor must be string');
+    expect(requestOf(run('address_transactions_v2', { address: ADDR }, 'cursor=0xab%3A1%3A2')).upstreamPath).toBe(
+      `/extended/v2/addresses/${ADDR}/transactions?cursor=0xab%3A1%3A2`,
+    );
+  });
+});
