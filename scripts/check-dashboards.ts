@@ -14,7 +14,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +24,7 @@ import { startProxy, type ProxyServer } from '../src/proxy-server.js';
 import { RECORDED, startFakeUpstream, type FakeUpstream } from '../test/support/fake-upstream.js';
 import { testConfig } from '../test/support/proxy-harness.js';
 import { startRedis } from '../test/support/redis-server.js';
+import { freePort } from '../test/support/free-port.js';
 
 // ---------------------------------------------------------------------------------------------
 // Dashboard model: only the parts the check reads
@@ -192,18 +192,6 @@ async function startPeerProxy(upstreamUrl: string, redisUrl: string): Promise<Pr
     overrides: { ...SHARED_SETTINGS, upstream: { ...SHARED_SETTINGS.upstream, maxConcurrent: 1, maxQueue: 1 } },
   });
   return startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: false });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 interface Prometheus {
