@@ -4,7 +4,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { fetchRaw } from '../support/http.js';
@@ -24,8 +24,16 @@ afterAll(async () => {
   await upstream.close();
 });
 
+const started: ChildProcess[] = [];
+afterEach(() => {
+  // A failed test must not leave a proxy running.
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
 function run(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  return child;
 }
 
 async function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
