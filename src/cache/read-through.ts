@@ -29,13 +29,22 @@ import type { TieredStore } from './tiered-store.js';
 
 export type CacheStatus = 'HIT' | 'MISS' | 'REVALIDATED' | 'STALE' | 'BYPASS';
 
-export interface ReadResult {
-  cacheStatus: CacheStatus;
-  /** For BYPASS: the upstream's answer, not stored (its own cache-control is in `headers`). */
-  entry: CacheEntry;
+/** An upstream answer passed on without being stored (5xx, upstream 4xx other than 404). */
+export interface PassedOn {
+  status: number;
+  body: Buffer;
+  /** The upstream's own headers worth keeping, cache-control and etag included. */
+  headers: Record<string, string>;
+}
+
+/** What a read produced: a (possibly just stored) entry, or an upstream answer passed on. */
+export type ReadResult = (
+  | { cacheStatus: Exclude<CacheStatus, 'BYPASS'>; entry: CacheEntry }
+  | { cacheStatus: 'BYPASS'; passed: PassedOn }
+) & {
   /** Seconds spent waiting for the upstream, when this request caused a fetch. */
   upstreamSeconds?: number;
-}
+};
 
 export interface ReadObserver {
   onJoin?(route: string): void;
@@ -315,15 +324,7 @@ export class ReadThrough {
   bypass(response: UpstreamResponse): ReadResult {
     return {
       cacheStatus: 'BYPASS',
-      entry: {
-        status: response.status,
-        body: response.body,
-        headers: forwardedHeaders(response, ['cache-control', 'location']),
-        etag: response.headers.etag ?? '',
-        // Not stored and never labelled with a class (the writer ignores it for BYPASS).
-        cls: 'mempool',
-        validatedAt: this.now(),
-      },
+      passed: { status: response.status, body: response.body, headers: forwardedHeaders(response, ['cache-control', 'location', 'etag']) },
     };
   }
 

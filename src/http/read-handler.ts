@@ -72,7 +72,7 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     reading.then(
       (result) => {
         record.cache = result.cacheStatus;
-        record.cls = result.cacheStatus === 'BYPASS' ? undefined : result.entry.cls;
+        if (result.cacheStatus !== 'BYPASS') record.cls = result.entry.cls;
         record.upstreamSeconds = result.upstreamSeconds;
         record.status = sendResult(req, res, result, now(), record.headers);
       },

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorReply } from '../errors.js';
 import type { CacheEntry } from '../cache/entry.js';
 import { cacheControlFor } from '../cache/policy.js';
-import type { CacheStatus, ReadResult } from '../cache/read-through.js';
+import type { CacheStatus, PassedOn, ReadResult } from '../cache/read-through.js';
 
 // The upstream allows any origin (@fastify/cors defaults); browsers must also be able to read ours.
 const CORS = ['access-control-allow-origin', '*', 'access-control-expose-headers', 'X-API-Version, X-Cache, X-Cache-Class, Age, ETag'];
@@ -52,8 +52,8 @@ export function sendHit(res: ServerResponse, entry: CacheEntry, now: number, ext
 
 /** `requestHeaders`: headers every answer to this request carries (its request id). */
 export function sendResult(req: IncomingMessage, res: ServerResponse, result: ReadResult, now: number, requestHeaders: string[] = []): number {
+  if (result.cacheStatus === 'BYPASS') return sendPassedOn(res, result.passed, requestHeaders);
   const { entry, cacheStatus } = result;
-  if (cacheStatus === 'BYPASS') return sendBypass(res, entry, requestHeaders);
   const extra = ['x-cache', cacheStatus, 'age', ageOf(entry, now), ...requestHeaders];
   if (cacheStatus === 'STALE') extra.push('warning', STALE_WARNING);
   if (matchesIfNoneMatch(req.headers['if-none-match'], entry.etag)) {
@@ -73,13 +73,12 @@ export function sendResult(req: IncomingMessage, res: ServerResponse, result: Re
 }
 
 /** Not stored: the upstream's status, body and own cache headers, as it sent them. */
-function sendBypass(res: ServerResponse, entry: CacheEntry, requestHeaders: string[]): number {
-  const headers = ['content-length', String(entry.body.length), 'x-cache', 'BYPASS', ...CORS, ...requestHeaders];
-  for (const [name, value] of Object.entries(entry.headers)) headers.push(name, value);
-  if (entry.etag) headers.push('etag', entry.etag);
-  res.writeHead(entry.status, headers);
-  res.end(entry.body);
-  return entry.status;
+function sendPassedOn(res: ServerResponse, passed: PassedOn, requestHeaders: string[]): number {
+  const headers = ['content-length', String(passed.body.length), 'x-cache', 'BYPASS', ...CORS, ...requestHeaders];
+  for (const [name, value] of Object.entries(passed.headers)) headers.push(name, value);
+  res.writeHead(passed.status, headers);
+  res.end(passed.body);
+  return passed.status;
 }
 
 /** An answer the proxy gives itself (validation errors): upstream shape, never cached. */
