@@ -4,26 +4,17 @@
  */
 import { createServer, type Server } from 'node:http';
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
 import type { ProxyServer } from '../../src/proxy-server.js';
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()?.();
-});
-
-async function fake(): Promise<FakeUpstream> {
-  const upstream = await startFakeUpstream();
-  cleanups.push(() => upstream.close());
-  return upstream;
-}
+const { defer, fakeUpstream: fake } = useCleanups();
 
 async function proxyFor(urls: string[], overrides: Record<string, unknown> = {}): Promise<ProxyServer> {
   const proxy = await startTestProxy({ upstreamUrls: urls, overrides });
-  cleanups.push(() => proxy.close());
+  defer(() => proxy.close());
   return proxy;
 }
 
@@ -39,7 +30,7 @@ async function scriptedUpstream(answer: (url: string) => { status: number; type:
     res.writeHead(status, { 'content-type': type }).end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  defer(() => new Promise((resolve) => server.close(resolve)));
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 

@@ -4,8 +4,9 @@
  * restarted; a thousand concurrent misses on one and on two instances. Assertions are on
  * client results, upstream request counts and metrics, never on timings.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { RECORDED, type FakeUpstream } from '../support/fake-upstream.js';
+import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw } from '../support/http.js';
@@ -15,16 +16,7 @@ const FAST = {
   upstream: { headersTimeoutMs: 300, bodyTimeoutMs: 300, requestDeadlineMs: 2_000, retryBackoffMs: 5, cooldownMs: 200 },
 };
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()?.();
-});
-
-async function upstreamFake(): Promise<FakeUpstream> {
-  const fake = await startFakeUpstream();
-  cleanups.push(() => fake.close());
-  return fake;
-}
+const { defer, fakeUpstream: upstreamFake } = useCleanups();
 
 async function proxyFor(upstreams: FakeUpstream[], extra: { overrides?: Record<string, unknown>; redisUrl?: string; now?: () => number } = {}) {
   const proxy = await startTestProxy({
@@ -33,7 +25,7 @@ async function proxyFor(upstreams: FakeUpstream[], extra: { overrides?: Record<s
     now: extra.now,
     overrides: { ...FAST, ...extra.overrides, upstream: { ...FAST.upstream, ...(extra.overrides?.upstream as object) } },
   });
-  cleanups.push(() => proxy.close());
+  defer(() => proxy.close());
   return proxy;
 }
 
@@ -191,7 +183,7 @@ describe('Redis outages', () => {
 
   it('keeps answering every request while Redis is killed and restarted, and reports it', async () => {
     redis = await startRedis();
-    cleanups.push(() => redis.stop());
+    defer(() => redis.stop());
     const upstream = await upstreamFake();
     const proxy = await proxyFor([upstream], { redisUrl: redis.url });
     const waitFor = async (want: number) => {
@@ -233,7 +225,7 @@ describe('a thousand concurrent misses for one key', () => {
 
   it('makes exactly one upstream request across two instances sharing Redis', async () => {
     const redis = await startRedis();
-    cleanups.push(() => redis.stop());
+    defer(() => redis.stop());
     const upstream = await upstreamFake();
     const [a, b] = [await proxyFor([upstream], { redisUrl: redis.url }), await proxyFor([upstream], { redisUrl: redis.url })];
     upstream.setDelay(300, /blocks\/6/);
@@ -263,10 +255,10 @@ describe('more faults', () => {
       setTimeout(() => res.destroy(), 10);
     });
     await new Promise<void>((resolve) => truncating.listen(0, '127.0.0.1', () => resolve()));
-    cleanups.push(() => new Promise((resolve) => truncating.close(resolve)));
+    defer(() => new Promise((resolve) => truncating.close(resolve)));
     const address = truncating.address() as { port: number };
     const proxy = await startTestProxy({ upstreamUrls: [`http://127.0.0.1:${address.port}`], overrides: FAST });
-    cleanups.push(() => proxy.close());
+    defer(() => proxy.close());
     calls = 0;
     const response = await fetchRaw(proxy.url + BLOCK);
     expect(response.status).toBe(502);
@@ -277,7 +269,7 @@ describe('more faults', () => {
   it('waits for a lock left by a crashed instance only until it expires, then fetches', async () => {
     const { execFileSync } = await import('node:child_process');
     const redis = await startRedis();
-    cleanups.push(() => redis.stop());
+    defer(() => redis.stop());
     const upstream = await upstreamFake();
     const proxy = await proxyFor([upstream], { redisUrl: redis.url, overrides: { cache: { sharedSingleFlight: { waitMs: 5_000 } } } });
     // The key the proxy uses for this request, and a lock nobody will release.
