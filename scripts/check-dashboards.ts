@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/logger.js';
 import { projectRoot } from '../src/paths.js';
-import { startProxy, type ProxyServer } from '../src/proxy-server.js';
+import { startProxy, type ProxyServer } from '../src/composition-root.js';
 import { RECORDED, startFakeUpstream, type FakeUpstream } from '../test/support/fake-upstream.js';
 import { testConfig } from '../test/support/proxy-harness.js';
 import { startRedis } from '../test/support/redis-server.js';

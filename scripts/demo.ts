@@ -4,7 +4,7 @@
  */
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { startProxy } from '../src/proxy-server.js';
+import { startProxy } from '../src/composition-root.js';
 import { RECORDED, startFakeUpstream } from '../test/support/fake-upstream.js';
 
 const upstream = await startFakeUpstream();

@@ -1,8 +1,10 @@
 /**
  * Error bodies in the upstream's own shape (Fastify's default serializer: keys
  * `statusCode, code?, error, message` in that order), so that a client cannot tell
- * whether the proxy or the upstream answered. See upstream-contract §1.3.
+ * whether the proxy or the upstream answered. See upstream-contract §1.3. And the one
+ * table from a failure to reach the upstream to the answer a client gets.
  */
+import type { UpstreamErrorKind } from './upstream/errors.js';
 
 const REASON: Record<number, string> = {
   400: 'Bad Request',
@@ -43,10 +45,38 @@ export const badUrl = (path: string): ErrorReply =>
 export const methodNotAllowed = (method: string, path: string): ErrorReply =>
   reply(405, `Method ${method} is not allowed on ${path}; this route answers GET and HEAD`);
 
-/** Every upstream failed to connect or answered garbage. */
-export const badGateway = (message: string): ErrorReply => reply(502, message);
+/**
+ * Fastify's own unknown-route answer, which has its own key order (`message` first). `url`
+ * is the request target as sent, query included, the way Fastify quotes it.
+ */
+export const routeNotFound = (method: string, url: string): ErrorReply => ({
+  status: 404,
+  body: JSON.stringify({ message: `Route ${method}:${url} not found`, error: 'Not Found', statusCode: 404 }),
+});
 
-/** Every upstream timed out. */
-export const gatewayTimeout = (message: string): ErrorReply => reply(504, message);
+/** Why the proxy could not get an answer from the upstream: a read's failure, or a passthrough's. */
+export type FailureKind = UpstreamErrorKind | 'passthrough';
 
-export const serviceUnavailable = (message: string): ErrorReply => reply(503, message);
+export interface FailureReply extends ErrorReply {
+  /** Extra response headers, as name/value pairs for writeHead. */
+  headers: readonly string[];
+}
+
+// Clients should come back soon: upstream queues drain within seconds.
+const OVERLOAD_RETRY_AFTER_SECONDS = '1';
+
+const failure = (status: number, message: string, headers: readonly string[] = []): FailureReply => ({ ...reply(status, message), headers });
+const UNAVAILABLE = failure(502, 'The upstream API is unavailable');
+
+/** The one table from failure kind to answer; bodies are built once. */
+const FAILURE_REPLIES: Readonly<Record<FailureKind, FailureReply>> = {
+  timeout: failure(504, 'The upstream API did not answer in time'),
+  overloaded: failure(503, 'The upstream API is overloaded; retry shortly', ['retry-after', OVERLOAD_RETRY_AFTER_SECONDS]),
+  connect: UNAVAILABLE,
+  reset: UNAVAILABLE,
+  '5xx': UNAVAILABLE,
+  invalid: UNAVAILABLE,
+  passthrough: UNAVAILABLE,
+};
+
+export const failureReply = (kind: FailureKind): FailureReply => FAILURE_REPLIES[kind];

@@ -1,10 +1,11 @@
 /**
- * Entry point: the only place that reads process.env. Starts the proxy and stops it on
+ * The entry point (`npm start`, the Docker image's command): the only place that reads
+ * process.env. Loads the config, starts the proxy (composition-root.ts) and stops it on
  * SIGTERM/SIGINT.
  */
 import { ConfigError, loadConfig, redactedConfig } from './config.js';
 import { createLogger } from './logger.js';
-import { startProxy } from './proxy-server.js';
+import { startProxy } from './composition-root.js';
 
 async function main(): Promise<void> {
   let config;

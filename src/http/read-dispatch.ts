@@ -1,7 +1,6 @@
 /**
- * The 13 read routes, served on node:http directly: the request handler tries them first and
- * hands everything else (own endpoints, passthrough) to the Express app. Keeping Express off
- * this path is what keeps a cache hit short: match, validate, look up, write prebuilt bytes.
+ * Step 1 of the request pipeline: the 13 read routes. Tried first, with nothing in front of
+ * it, so a cache hit stays short: match, validate, look up, write prebuilt bytes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badUrl, methodNotAllowed } from '../errors.js';

@@ -8,7 +8,7 @@ import { validateRequest } from '../routes/validate.js';
 import type { ReadThrough, ReadResult } from '../cache/read-through.js';
 import type { TxListReader } from '../cache/tx-list.js';
 import { UpstreamError } from '../upstream/errors.js';
-import { badGateway, gatewayTimeout, internalError, serviceUnavailable } from '../errors.js';
+import { failureReply, internalError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { sendError, sendHit, sendRedirect, sendResult } from './respond.js';
 import type { RequestRecord } from './request-log.js';
@@ -18,15 +18,6 @@ export interface ReadHandlerDeps {
   txList: TxListReader;
   logger: Logger;
   now?: () => number;
-}
-
-// Clients should come back soon: queues drain within seconds.
-const OVERLOAD_RETRY_AFTER_SECONDS = '1';
-
-function upstreamFailure(error: UpstreamError) {
-  if (error.kind === 'timeout') return gatewayTimeout('The upstream API did not answer in time');
-  if (error.kind === 'overloaded') return serviceUnavailable('The upstream API is overloaded; retry shortly');
-  return badGateway('The upstream API is unavailable');
 }
 
 export type ReadHandler = (
@@ -84,8 +75,8 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
           return;
         }
         record.upstreamError = error.kind;
-        const retryAfter = error.kind === 'overloaded' ? ['retry-after', OVERLOAD_RETRY_AFTER_SECONDS] : [];
-        record.status = sendError(res, upstreamFailure(error), 'MISS', [...retryAfter, ...record.headers]);
+        const failure = failureReply(error.kind);
+        record.status = sendError(res, failure, 'MISS', [...failure.headers, ...record.headers]);
       },
     );
   };

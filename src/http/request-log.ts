@@ -4,7 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 
@@ -55,6 +54,12 @@ function countRequest(metrics: Metrics, route: string, method: string, status: s
   histogram.observe(seconds);
 }
 
+/** The client's X-Request-Id when it sent a usable one, else a new id. */
+export function requestIdOf(req: IncomingMessage): string {
+  const incoming = req.headers['x-request-id'];
+  return typeof incoming === 'string' && incoming.length > 0 && incoming.length <= MAX_REQUEST_ID_LENGTH ? incoming : randomUUID();
+}
+
 /**
  * Starts observing one request; the returned record is read when the response finishes.
  * The request id goes into `record.headers` for the writer to include in its writeHead
@@ -64,12 +69,10 @@ export function observeRequest(
   req: IncomingMessage,
   res: ServerResponse,
   sinks: { logger: Logger; metrics: Metrics },
-  into: Partial<RequestRecord> = {},
 ): RequestRecord {
   const started = process.hrtime.bigint();
-  const incoming = req.headers['x-request-id'];
-  const requestId = typeof incoming === 'string' && incoming.length > 0 && incoming.length <= MAX_REQUEST_ID_LENGTH ? incoming : randomUUID();
-  const observed = Object.assign(into, { headers: ['x-request-id', requestId] }) as RequestRecord;
+  const requestId = requestIdOf(req);
+  const observed: RequestRecord = { headers: ['x-request-id', requestId] };
   res.once('finish', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const route = observed.route ?? 'passthrough';
@@ -90,13 +93,4 @@ export function observeRequest(
     });
   });
   return observed;
-}
-
-/** The same, as Express middleware: handlers write into `res.locals`; the id is set as a header. */
-export function requestLog(logger: Logger, metrics: Metrics) {
-  return (req: Request, res: Response, next: NextFunction): void => {
-    const observed = observeRequest(req, res, { logger, metrics }, res.locals as Partial<RequestRecord>);
-    res.setHeader('x-request-id', observed.headers[1] as string);
-    next();
-  };
 }

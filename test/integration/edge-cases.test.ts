@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
-import type { ProxyServer } from '../../src/proxy-server.js';
+import type { ProxyServer } from '../../src/composition-root.js';
 
 const { defer, fakeUpstream: fake } = useCleanups();
 

@@ -8,7 +8,7 @@ import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { loadRecordings } from '../support/fixtures.js';
 import { fetchRaw, getLiteralPath, pathOf } from '../support/http.js';
-import type { ProxyServer } from '../../src/proxy-server.js';
+import type { ProxyServer } from '../../src/composition-root.js';
 import { ROUTES } from '../../src/routes/route-table.js';
 
 const P = RECORDED.principal;

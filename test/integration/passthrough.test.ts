@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
-import type { ProxyServer } from '../../src/proxy-server.js';
+import type { ProxyServer } from '../../src/composition-root.js';
 
 let upstream: FakeUpstream;
 let proxy: ProxyServer;

@@ -8,7 +8,7 @@ import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-
 import { startTestProxy } from '../support/proxy-harness.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw, pathOf } from '../support/http.js';
-import type { ProxyServer } from '../../src/proxy-server.js';
+import type { ProxyServer } from '../../src/composition-root.js';
 
 const P = RECORDED.principal;
 const TX = RECORDED.confirmedTxId;

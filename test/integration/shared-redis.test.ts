@@ -7,7 +7,7 @@ import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw } from '../support/http.js';
-import type { ProxyServer } from '../../src/proxy-server.js';
+import type { ProxyServer } from '../../src/composition-root.js';
 
 let upstream: FakeUpstream;
 let redis: TestRedis;

@@ -4,7 +4,7 @@
  */
 import { ConfigSchema, deepMerge, loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { startProxy, type ProxyServer } from '../../src/proxy-server.js';
+import { startProxy, type ProxyServer } from '../../src/composition-root.js';
 
 export interface TestProxyOptions {
   upstreamUrls: string[];

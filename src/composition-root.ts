@@ -1,10 +1,9 @@
 /**
  * The composition root: builds stores, upstream client, chain-tip tracker, read-through and
- * the app from a validated Config, starts listening, and stops everything in order.
+ * the request pipeline from a validated Config, hands the pipeline to the HTTP server
+ * (http/server-lifecycle.ts), and stops everything in order. It builds; it does not serve.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { createApp, type Readiness } from './app.js';
+import type { Server } from 'node:http';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -17,8 +16,10 @@ import { TxListReader } from './cache/tx-list.js';
 import type { Tier } from './cache/store.js';
 import { UpstreamClient } from './upstream/client.js';
 import { ChainTipTracker } from './upstream/chain-tip.js';
-import { createPassthrough } from './proxy/passthrough.js';
-import { createReadDispatcher } from './http/read-dispatch.js';
+import { createPassthrough } from './http/passthrough.js';
+import type { Readiness } from './http/own-endpoints.js';
+import { createRequestPipeline } from './http/pipeline.js';
+import { startHttpServer } from './http/server-lifecycle.js';
 import { ROUTES } from './routes/route-table.js';
 
 export interface ProxyServer {
@@ -114,20 +115,6 @@ function pollErrorLogger(logger: Logger) {
       failing = false;
     },
   };
-}
-
-/**
- * Upgraded sockets (WebSockets) leave HTTP's bookkeeping: shutdown has to end them itself,
- * and their errors (a client reset) must not become uncaught exceptions.
- */
-function trackUpgrades(server: Server): Set<Socket> {
-  const sockets = new Set<Socket>();
-  server.on('upgrade', (_req, socket: Socket) => {
-    sockets.add(socket);
-    socket.on('error', () => socket.destroy());
-    socket.once('close', () => sockets.delete(socket));
-  });
-  return sockets;
 }
 
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
@@ -248,44 +235,28 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
-  const app = createApp({ logger, metrics, readiness, passthrough });
-  const dispatchRead = createReadDispatcher(ROUTES, { readThrough, txList, now, logger, metrics });
-
-  const server = createServer({ requestTimeout: config.server.requestTimeoutMs }, (req, res) => {
-    if (!dispatchRead(req, res)) app(req, res);
-  });
-  // Without an 'upgrade' listener Node itself refuses upgrades and closes the socket.
-  const forwardsUpgrades = passthrough !== undefined && config.passthrough.websockets;
-  const upgraded = forwardsUpgrades ? trackUpgrades(server) : new Set<Socket>();
-  if (forwardsUpgrades) server.on('upgrade', passthrough.upgrade);
+  const handleRequest = createRequestPipeline({ routes: ROUTES, readThrough, txList, now, logger, metrics, readiness, passthrough });
 
   await tracker.pollOnce();
   tracker.start();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.server.port, config.server.host, () => resolve());
+  const http = await startHttpServer(handleRequest, {
+    port: config.server.port,
+    host: config.server.host,
+    requestTimeoutMs: config.server.requestTimeoutMs,
+    shutdownGraceMs: config.server.shutdownGraceMs,
+    upgrade: config.passthrough.websockets ? passthrough?.upgrade : undefined,
   });
-  const { port } = server.address() as AddressInfo;
-  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
-    const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+    const drained = http.close();
     const trackerStopped = tracker.stop();
-    for (const socket of upgraded) socket.destroy();
-    // Keep-alive connections become idle as their last request finishes: close them as they do.
-    const sweep = setInterval(() => server.closeIdleConnections(), 50);
-    server.closeIdleConnections();
-    const grace = setTimeout(() => server.closeAllConnections(), config.server.shutdownGraceMs);
-    grace.unref();
     await drained;
-    clearInterval(sweep);
-    clearTimeout(grace);
     await trackerStopped;
     await store.close();
     await upstream.close();
   };
 
-  return { url: `http://${host}:${port}`, port, server, metrics, tracker, store, upstream, close };
+  return { url: http.url, port: http.port, server: http.server, metrics, tracker, store, upstream, close };
 }

@@ -2,13 +2,14 @@
  * Everything the proxy does not answer itself (other /extended routes, /v2 node RPC
  * including POST /v2/transactions, WebSockets on /extended/v1/ws and /socket.io/) goes to
  * the preferred upstream unchanged and uncached, so switching a base URL breaks nothing.
+ * http-proxy-middleware is used as a plain (req, res, next) function: no framework needed.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { createProxyMiddleware, type RequestHandler } from 'http-proxy-middleware';
-import { badGateway } from '../errors.js';
+import { createProxyMiddleware } from 'http-proxy-middleware';
+import { failureReply } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { sendError } from '../http/respond.js';
+import { sendError } from './respond.js';
 
 export interface PassthroughObserver {
   onResponse?(upstream: string, status: number, seconds: number): void;
@@ -24,13 +25,23 @@ export interface PassthroughOptions {
   observer?: PassthroughObserver;
 }
 
+export interface Passthrough {
+  /** Sends the request on and its answer back (with X-Cache: BYPASS), or a 502 when it fails. */
+  forward(req: IncomingMessage, res: ServerResponse): void;
+  /** The server's 'upgrade' listener: WebSockets go on to the same upstream. */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
+}
+
 // When each proxied request left, and for which upstream, for the upstream latency metric.
 const sentAt = new WeakMap<IncomingMessage, { upstream: string; started: bigint }>();
 
-export type Passthrough = RequestHandler<IncomingMessage, ServerResponse>;
+function answerFailure(res: ServerResponse): void {
+  if (res.headersSent) res.destroy();
+  else sendError(res, failureReply('passthrough'), 'BYPASS');
+}
 
 export function createPassthrough(options: PassthroughOptions): Passthrough {
-  return createProxyMiddleware<IncomingMessage, ServerResponse>({
+  const middleware = createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: options.target(),
     router: () => options.target(),
     changeOrigin: true,
@@ -47,13 +58,8 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
       error: (error, req, resOrSocket) => {
         options.logger.warn({ err: error.message }, 'passthrough to upstream failed');
         options.observer?.onError?.(sentAt.get(req)?.upstream ?? options.target());
-        if ('writeHead' in resOrSocket) {
-          const res = resOrSocket as ServerResponse;
-          if (!res.headersSent) sendError(res, badGateway('The upstream API is unavailable'), 'BYPASS');
-          else res.destroy();
-        } else {
-          (resOrSocket as Socket).destroy();
-        }
+        if ('writeHead' in resOrSocket) answerFailure(resOrSocket as ServerResponse);
+        else (resOrSocket as Socket).destroy();
       },
       proxyRes: (proxyRes, req, res) => {
         res.setHeader('x-cache', 'BYPASS');
@@ -65,4 +71,14 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
       },
     },
   });
+  return {
+    forward: (req, res) => {
+      // The middleware calls next(error) after a failure it has already answered through the
+      // 'error' listener above, and also when it could not pick a target, which it has not.
+      void middleware(req, res, () => {
+        if (!res.headersSent) answerFailure(res);
+      });
+    },
+    upgrade: middleware.upgrade,
+  };
 }

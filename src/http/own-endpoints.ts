@@ -1,0 +1,77 @@
+/**
+ * The proxy's own endpoints: /health (the process answers), /ready (it can serve: a chain
+ * tip is known and an upstream is usable; 503 otherwise, and while shutting down) and
+ * /metrics (Prometheus). GET and HEAD only; other methods go on down the pipeline.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { internalError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { requestIdOf } from './request-log.js';
+import { sendError } from './respond.js';
+
+export interface Readiness {
+  ready: boolean;
+  reason?: string;
+  details?: Record<string, unknown>;
+}
+
+export interface OwnEndpointDeps {
+  logger: Logger;
+  metrics: Metrics;
+  readiness: () => Readiness;
+}
+
+interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const HEALTHY: Answer = { status: 200, contentType: JSON_TYPE, body: JSON.stringify({ status: 'ok' }) };
+
+function write(res: ServerResponse, answer: Answer, requestId: string): void {
+  res.writeHead(answer.status, [
+    'content-type', answer.contentType,
+    'content-length', String(Buffer.byteLength(answer.body)),
+    'x-request-id', requestId,
+  ]);
+  res.end(answer.body);
+}
+
+/** Returns a handler that answers own-endpoint requests and returns false for anything else. */
+export function createOwnEndpoints(deps: OwnEndpointDeps) {
+  const endpoints = new Map<string, () => Answer | Promise<Answer>>([
+    ['/health', () => HEALTHY],
+    [
+      '/ready',
+      () => {
+        const readiness = deps.readiness();
+        const body = JSON.stringify({ status: readiness.ready ? 'ready' : 'not_ready', ...readiness });
+        return { status: readiness.ready ? 200 : 503, contentType: JSON_TYPE, body };
+      },
+    ],
+    ['/metrics', async () => ({ status: 200, contentType: deps.metrics.registry.contentType, body: await deps.metrics.registry.metrics() })],
+  ]);
+
+  return (req: IncomingMessage, res: ServerResponse): boolean => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    const url = req.url ?? '';
+    const mark = url.indexOf('?');
+    const endpoint = endpoints.get(mark < 0 ? url : url.slice(0, mark));
+    if (!endpoint) return false;
+    const requestId = requestIdOf(req);
+    // Health probes and scrapes are neither logged nor counted as client requests.
+    Promise.resolve()
+      .then(endpoint)
+      .then(
+        (answer) => write(res, answer, requestId),
+        (error: unknown) => {
+          deps.logger.error({ err: error, path: req.url }, 'own endpoint failed');
+          if (!res.headersSent) sendError(res, internalError('proxy error'), 'NONE', ['x-request-id', requestId]);
+        },
+      );
+    return true;
+  };
+}
