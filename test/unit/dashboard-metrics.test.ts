@@ -5,7 +5,9 @@
  * also return data is proven by `npm run check:dashboards`.
  */
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics.js';
+import { pino } from 'pino';
+import { catalogueSpecs } from '../../src/telemetry/catalogue.js';
+import { createTelemetry } from '../../src/telemetry/prometheus-telemetry.js';
 import {
   allPanels,
   collectExpressions,
@@ -119,13 +121,17 @@ interface Exported {
 }
 
 async function exportedMetrics(): Promise<Exported> {
-  const all = createMetrics({ defaultMetrics: true });
-  const families = new Map((await all.registry.getMetricsAsJSON()).map((m) => [m.name, String(m.type)]));
-  const own = createMetrics({ defaultMetrics: false });
-  const ownNames = (await own.registry.getMetricsAsJSON()).map((m) => m.name);
-  // prom-client keeps the configured label names on the metric object; its typings do not show them.
-  const labelsOf = (name: string) => (own.registry.getSingleMetric(name) as unknown as { labelNames?: readonly string[] }).labelNames ?? [];
-  return { families, own: ownNames, withRoute: new Set(ownNames.filter((name) => labelsOf(name).includes('route'))) };
+  // The catalogue of a proxy with Redis (the dashboard shows the Redis panels), plus the default
+  // metrics as prom-client exports them from a real registry.
+  const own = catalogueSpecs({ redis: true });
+  const telemetry = createTelemetry({ logger: pino({ level: 'silent' }), redis: true, defaultMetrics: true });
+  const defaults = (await telemetry.registry.getMetricsAsJSON()).filter((m) => !m.name.startsWith('stacks_proxy_'));
+  const families = new Map([...defaults.map((m) => [m.name, String(m.type)] as const), ...own.map((spec) => [spec.name, spec.type] as const)]);
+  return {
+    families,
+    own: own.map((spec) => spec.name),
+    withRoute: new Set(own.filter((spec) => spec.labelNames.includes('route')).map((spec) => spec.name)),
+  };
 }
 
 const HISTOGRAM_SERIES = /_(bucket|sum|count)$/;
@@ -181,13 +187,19 @@ describe('the PromQL scanner', () => {
       { source: 'gauge as histogram', kind: 'target', expr: 'rate(stacks_proxy_chain_tip_height_bucket[1m])' },
       { source: 'bare histogram', kind: 'target', expr: 'stacks_proxy_http_request_duration_seconds{cache="HIT"}' },
       { source: 'made-up variable', kind: 'variable', expr: 'label_values(stacks_proxy_nope_info, instance)' },
-      { source: 'real ones', kind: 'target', expr: 'rate(stacks_proxy_http_request_duration_seconds_bucket[1m]) + stacks_proxy_nodejs_eventloop_lag_p99_seconds' },
+      { source: 'prefixed default metric', kind: 'target', expr: 'rate(stacks_proxy_process_cpu_seconds_total[1m])' },
+      {
+        source: 'real ones',
+        kind: 'target',
+        expr: 'rate(stacks_proxy_http_request_duration_seconds_bucket[1m]) + nodejs_eventloop_lag_p99_seconds + rate(process_cpu_seconds_total[1m]) + stacks_proxy_redis_up',
+      },
     ];
     expect(unknownMetrics(madeUp, families)).toEqual([
       'made-up panel: stacks_proxy_nope_total',
       'gauge as histogram: stacks_proxy_chain_tip_height_bucket',
       'bare histogram: stacks_proxy_http_request_duration_seconds',
       'made-up variable: stacks_proxy_nope_info',
+      'prefixed default metric: stacks_proxy_process_cpu_seconds_total',
     ]);
   });
 });

@@ -1,0 +1,243 @@
+/**
+ * The Telemetry the proxy runs with: each domain event becomes metric samples in one registry
+ * per proxy and, for state changes (breaker, lag, Redis, tip poll, reorg), a log line.
+ */
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Logger } from '../logger.js';
+import { buildInfo, type BuildInfo } from './build-info.js';
+import { METRICS, REDIS_METRICS } from './catalogue.js';
+import { labelChildren } from './label-children.js';
+import { registerAll, type Registered } from './register.js';
+import { StateReader, type StateSources } from './state-gauges.js';
+import type { LookupResult, ServedRequest, Telemetry, Tier, TipLike } from './telemetry.js';
+
+export interface TelemetryOptions {
+  logger: Logger;
+  /** A proxy with Redis configured exports stacks_proxy_redis_up; one without does not. */
+  redis: boolean;
+  /**
+   * Node's default process and event-loop metrics, under their standard names. Off for tests
+   * that run many proxies in one process (they would all report the same process).
+   */
+  defaultMetrics?: boolean;
+  now?: () => number;
+  /** Defaults to package.json's version and the running Node. */
+  build?: BuildInfo;
+}
+
+/** What the composition root holds: the events, plus the registry and its state sources. */
+export interface ProxyTelemetry extends Telemetry {
+  readonly registry: Registry;
+  /** Where state gauges are read from at each scrape; the sources may be given after creation. */
+  watch(sources: StateSources): void;
+  /** The /metrics body, with state gauges read once. */
+  scrape(): Promise<string>;
+  readonly contentType: string;
+}
+
+// The access log gives latencies in ms with µs precision.
+const toMs = (seconds: number): number => Math.round(seconds * 1e6) / 1e3;
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+export function createTelemetry(options: TelemetryOptions): ProxyTelemetry {
+  return new PrometheusTelemetry(options);
+}
+
+class PrometheusTelemetry implements ProxyTelemetry {
+  readonly registry = new Registry();
+  private readonly logger: Logger;
+  private readonly now: () => number;
+  private readonly m: Registered<typeof METRICS>;
+  private readonly redisMetrics: Registered<typeof REDIS_METRICS> | undefined;
+  private readonly state: StateReader;
+  private tipChangedAt: number;
+  private redisWasUp: boolean | undefined;
+  private tipPollFailing = false;
+
+  private readonly requests;
+  private readonly requestDurations;
+  private readonly lookups;
+  private readonly evictions;
+  private readonly upstreamRequests;
+  private readonly upstreamDurations;
+  private readonly upstreamErrors;
+  private readonly upstreamRetries;
+  private readonly redisCommands;
+  private readonly routeCounters;
+
+  constructor(options: TelemetryOptions) {
+    this.logger = options.logger;
+    this.now = options.now ?? Date.now;
+    this.tipChangedAt = this.now();
+    const readState = () => this.state.read();
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    const m = registerAll(METRICS, this.registry, readState);
+    this.m = m;
+    this.redisMetrics = options.redis ? registerAll(REDIS_METRICS, this.registry, readState) : undefined;
+    this.redisMetrics?.redisUp.set(0);
+    const build = options.build ?? buildInfo();
+    m.buildInfo.set({ version: build.version, node: build.node }, 1);
+    this.state = new StateReader(m, () => (this.now() - this.tipChangedAt) / 1000, (error) =>
+      this.logger.debug({ err: messageOf(error) }, 'telemetry state source failed'),
+    );
+
+    this.requests = labelChildren((route: string, method: string, status: string, cache: string) =>
+      m.httpRequests.labels({ route, method, status, cache }),
+    );
+    this.requestDurations = labelChildren((route: string, cache: string) => m.httpDuration.labels({ route, cache }));
+    this.lookups = labelChildren((tier: string, cls: string, result: string) => m.cacheLookups.labels({ tier, class: cls, result }));
+    this.evictions = labelChildren((tier: string) => m.cacheEvictions.labels({ tier }));
+    this.upstreamRequests = labelChildren((upstream: string, route: string, status: string) =>
+      m.upstreamRequests.labels({ upstream, route, status }),
+    );
+    this.upstreamDurations = labelChildren((upstream: string, route: string) => m.upstreamDuration.labels({ upstream, route }));
+    this.upstreamErrors = labelChildren((upstream: string, kind: string) => m.upstreamErrors.labels({ upstream, kind }));
+    this.upstreamRetries = labelChildren((route: string, reason: string) => m.upstreamRetries.labels({ route, reason }));
+    this.redisCommands = labelChildren((command: string) => m.redisCommandDuration.labels({ command }));
+    this.routeCounters = {
+      overload: labelChildren((route: string) => m.overloadRejections.labels({ route })),
+      joined: labelChildren((route: string) => m.singleflightJoined.labels({ route })),
+      sharedWaits: labelChildren((route: string, result: string) => m.sharedFlightWaits.labels({ route, result })),
+      stale: labelChildren((route: string, reason: string) => m.staleServed.labels({ route, reason })),
+      revalidations: labelChildren((result: string) => m.revalidations.labels({ result })),
+    };
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  watch(sources: StateSources): void {
+    this.state.watch(sources);
+  }
+
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  requestServed(r: ServedRequest): void {
+    this.requests(r.route, r.method, String(r.status), r.cache).inc();
+    this.requestDurations(r.route, r.cache).observe(r.seconds);
+    if (r.upstreamError === 'overloaded') this.routeCounters.overload(r.route).inc();
+    this.logger.info({
+      reqId: r.requestId,
+      method: r.method,
+      route: r.route,
+      status: r.status,
+      cache: r.cache,
+      class: r.cls,
+      ms: toMs(r.seconds),
+      upstreamMs: r.upstreamSeconds === undefined ? undefined : toMs(r.upstreamSeconds),
+      upstreamError: r.upstreamError,
+    });
+  }
+
+  cacheLookup(tier: Tier, cls: string, result: LookupResult): void {
+    this.lookups(tier, cls, result).inc();
+  }
+
+  cacheEvicted(tier: Tier): void {
+    this.evictions(tier).inc();
+  }
+
+  decodeFailed(tier: Tier): void {
+    this.lookups(tier, 'unknown', 'error').inc();
+  }
+
+  storeError(tier: Tier, operation: string, error: unknown): void {
+    this.logger.debug({ tier, operation, err: messageOf(error) }, 'cache tier error');
+  }
+
+  redisCommand(command: string, seconds: number): void {
+    this.redisCommands(command).observe(seconds);
+  }
+
+  redisStatusChanged(up: boolean): void {
+    this.redisMetrics?.redisUp.set(up ? 1 : 0);
+    if (up === this.redisWasUp) return;
+    this.redisWasUp = up;
+    if (up) this.logger.info({ up }, 'redis connected');
+    else this.logger.warn({ up }, 'redis unavailable: serving from memory and upstream');
+  }
+
+  singleflightJoined(route: string): void {
+    this.routeCounters.joined(route).inc();
+  }
+
+  sharedFlightWaited(route: string, result: 'filled' | 'timeout'): void {
+    this.routeCounters.sharedWaits(route, result).inc();
+  }
+
+  revalidated(result: 'not_modified' | 'modified'): void {
+    this.routeCounters.revalidations(result).inc();
+  }
+
+  staleServed(route: string, reason: string): void {
+    this.routeCounters.stale(route, reason).inc();
+  }
+
+  reorgPurged(): void {
+    this.m.reorgPurged.inc();
+  }
+
+  upstreamAnswered(upstream: string, route: string, status: number, seconds: number): void {
+    this.upstreamRequests(upstream, route, String(status)).inc();
+    this.upstreamDurations(upstream, route).observe(seconds);
+    if (status >= 500) this.upstreamErrors(upstream, '5xx').inc();
+  }
+
+  upstreamFailed(upstream: string, route: string, error: { kind: string; message: string }): void {
+    this.upstreamRequests(upstream, route, 'error').inc();
+    this.upstreamErrors(upstream, error.kind).inc();
+    this.logger.debug({ upstream, route, kind: error.kind, err: error.message }, 'upstream request failed');
+  }
+
+  upstreamRetried(upstream: string, route: string, reason: string): void {
+    this.upstreamRetries(route, reason).inc();
+    this.logger.debug({ route, upstream, reason }, 'retrying upstream request');
+  }
+
+  breakerChanged(upstream: string, state: 'open' | 'closed'): void {
+    this.m.upstreamBreakerOpen.set({ upstream }, state === 'open' ? 1 : 0);
+    this.logger.warn({ upstream, state }, state === 'open' ? 'upstream circuit breaker opened' : 'upstream circuit breaker closed');
+  }
+
+  lagChanged(upstream: string, lagging: boolean, lagBlocks: number): void {
+    this.logger.warn({ upstream, lagging, lagBlocks }, lagging ? 'upstream lags the best tip: not read from' : 'upstream caught up');
+  }
+
+  tipChanged(tip: TipLike): void {
+    this.tipChangedAt = this.now();
+    this.m.chainTipHeight.set(tip.height);
+    this.m.chainTipBurnHeight.set(tip.burnHeight);
+    this.tipPollSucceeded();
+  }
+
+  tipPollSucceeded(): void {
+    if (this.tipPollFailing) this.logger.info('chain tip poll recovered');
+    this.tipPollFailing = false;
+  }
+
+  // Polls run every second: a warning when failures start, not one per poll while they last.
+  tipPollFailed(error: unknown): void {
+    if (this.tipPollFailing) this.logger.debug({ err: messageOf(error) }, 'chain tip poll failed');
+    else this.logger.warn({ err: messageOf(error) }, 'chain tip poll failing');
+    this.tipPollFailing = true;
+  }
+
+  reorgDetected(forkHeight: number, from: TipLike, to: TipLike): void {
+    this.m.reorgs.inc();
+    this.logger.warn({ forkHeight, from, to }, 'chain reorg detected');
+  }
+
+  passthroughAnswered(upstream: string, status: number, seconds: number): void {
+    this.upstreamRequests(upstream, 'passthrough', String(status)).inc();
+    this.upstreamDurations(upstream, 'passthrough').observe(seconds);
+  }
+
+  passthroughFailed(upstream: string, error: unknown): void {
+    this.upstreamRequests(upstream, 'passthrough', 'error').inc();
+    this.upstreamErrors(upstream, 'connect').inc();
+    this.logger.warn({ upstream, err: messageOf(error) }, 'passthrough to upstream failed');
+  }
+}

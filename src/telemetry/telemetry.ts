@@ -1,0 +1,99 @@
+/**
+ * What components tell the outside world: one method per domain event. Components call it
+ * directly; `createTelemetry` (prometheus-telemetry.ts) turns each event into metric samples
+ * and, for state changes, a log line; `noopTelemetry` is for unit tests of a component.
+ *
+ * The vocabulary is declared here rather than imported, so telemetry depends on no component
+ * and every component may depend on it.
+ */
+
+export type Tier = 'memory' | 'redis';
+/** `stale`: an expired entry was served; `error`: the tier failed or held an unreadable entry. */
+export type LookupResult = 'hit' | 'miss' | 'stale' | 'error';
+
+/** One answered client request, as the access log and the request metrics see it. */
+export interface ServedRequest {
+  requestId: string;
+  method: string;
+  /** A route id, or `passthrough`. */
+  route: string;
+  status: number;
+  /** The X-Cache value, `NONE` when the proxy does not cache the route. */
+  cache: string;
+  cls?: string;
+  seconds: number;
+  upstreamSeconds?: number;
+  /** The upstream failure kind behind the answer; `overloaded` counts an overload rejection. */
+  upstreamError?: string;
+}
+
+export interface TipLike {
+  height: number;
+  burnHeight: number;
+}
+
+export interface Telemetry {
+  requestServed(request: ServedRequest): void;
+
+  /** Once per client lookup, in the tier that answered it (or missed). */
+  cacheLookup(tier: Tier, cls: string, result: LookupResult): void;
+  cacheEvicted(tier: Tier): void;
+  /** A stored entry could not be decoded (another version wrote it): counted as a lookup error. */
+  decodeFailed(tier: Tier): void;
+  storeError(tier: Tier, operation: string, error: unknown): void;
+  redisCommand(command: string, seconds: number): void;
+  /** Every connection status report; only a change is logged. */
+  redisStatusChanged(up: boolean): void;
+
+  singleflightJoined(route: string): void;
+  sharedFlightWaited(route: string, result: 'filled' | 'timeout'): void;
+  revalidated(result: 'not_modified' | 'modified'): void;
+  /** reason: the upstream failure kind, or `revalidating` for stale-while-revalidate. */
+  staleServed(route: string, reason: string): void;
+  reorgPurged(): void;
+
+  upstreamAnswered(upstream: string, route: string, status: number, seconds: number): void;
+  upstreamFailed(upstream: string, route: string, error: { kind: string; message: string }): void;
+  upstreamRetried(upstream: string, route: string, reason: string): void;
+  breakerChanged(upstream: string, state: 'open' | 'closed'): void;
+  lagChanged(upstream: string, lagging: boolean, lagBlocks: number): void;
+
+  /** A new chain tip (which also means the poll succeeded). */
+  tipChanged(tip: TipLike): void;
+  tipPollSucceeded(): void;
+  /** Every failed poll; logged as a warning when failures start, at debug level while they last. */
+  tipPollFailed(error: unknown): void;
+  reorgDetected(forkHeight: number, from: TipLike, to: TipLike): void;
+
+  passthroughAnswered(upstream: string, status: number, seconds: number): void;
+  passthroughFailed(upstream: string, error: unknown): void;
+}
+
+class NoopTelemetry implements Telemetry {
+  requestServed(): void {}
+  cacheLookup(): void {}
+  cacheEvicted(): void {}
+  decodeFailed(): void {}
+  storeError(): void {}
+  redisCommand(): void {}
+  redisStatusChanged(): void {}
+  singleflightJoined(): void {}
+  sharedFlightWaited(): void {}
+  revalidated(): void {}
+  staleServed(): void {}
+  reorgPurged(): void {}
+  upstreamAnswered(): void {}
+  upstreamFailed(): void {}
+  upstreamRetried(): void {}
+  breakerChanged(): void {}
+  lagChanged(): void {}
+  tipChanged(): void {}
+  tipPollSucceeded(): void {}
+  tipPollFailed(): void {}
+  reorgDetected(): void {}
+  passthroughAnswered(): void {}
+  passthroughFailed(): void {}
+}
+
+/** Ignores every event: for unit tests of a component that are not about its telemetry. */
+export const noopTelemetry: Telemetry = new NoopTelemetry();
