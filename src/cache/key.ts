@@ -11,7 +11,8 @@ import type { CanonicalRequest } from '../routes/validate.js';
 /**
  * Bump when the stored entry format or the canonical form changes: old keys are then never read.
  * 2: one entry per transaction (`tx:`), whose body is the /tx/{id} body, replaced the
- * tx/multiple member entries (`tx_multiple_item:`) and /tx/{id}'s per-request entries.
+ * tx/multiple member entries (`tx_multiple_item:`) and /tx/{id}'s per-request entries;
+ * members /tx/{id} cannot serve moved to `tx_list_member:`.
  */
 export const KEY_SCHEMA_VERSION = 2;
 
@@ -28,6 +29,15 @@ export function routeKey(prefix: string, routeId: RouteId, upstreamPath: string)
  */
 export function transactionKey(prefix: string, txId: string, query: string): string {
   return `${prefix}:v${KEY_SCHEMA_VERSION}:tx:${txId.toLowerCase()}${query ? `?${query}` : ''}`;
+}
+
+/**
+ * A tx/multiple member /tx/{id} cannot serve (not found, or a found one in an unexpected
+ * form): kept apart from the transaction's key so neither route's answer displaces the
+ * other's (see tx-member.ts). The id as requested: only lower-case lists are composed.
+ */
+export function listMemberKey(prefix: string, txId: string, query: string): string {
+  return `${prefix}:v${KEY_SCHEMA_VERSION}:tx_list_member:${txId}${query ? `?${query}` : ''}`;
 }
 
 /** The key of a single-reader request: per transaction for /tx/{id}, per request otherwise. */

@@ -19,7 +19,6 @@ import { decide, evaluate, fallbackOf, isUsableWhenFailing, type Decision, type 
 import type { SharedFlight } from './shared-flight.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
-import { servesTransaction } from './tx-member.js';
 
 export type { PassedOn } from './admit.js';
 
@@ -63,8 +62,6 @@ export interface ReadThroughDeps {
   observer?: ReadObserver;
 }
 
-const always = (): boolean => true;
-
 export class ReadThrough {
   private readonly flights = new SingleFlight<ReadResult>();
 
@@ -78,15 +75,14 @@ export class ReadThrough {
    * The whole hit path: a synchronous memory lookup and a pure decision. A fresh entry is
    * counted as a memory hit here; anything else is counted by `read`, which gets this lookup.
    */
-  lookup(route: RouteSpec, key: string): Lookup {
-    const entry = this.deps.store.peek(key);
-    const held = entry && this.servesRoute(route)(entry) ? entry : undefined;
+  lookup(key: string): Lookup {
+    const held = this.deps.store.peek(key);
     const decision = decide(held, this.deps.clock(), this.deps.chain(), this.deps.ttl);
     if (decision.action === 'fresh') this.deps.store.countLookup('memory', decision.entry.cls, 'hit');
     return { key, held, decision };
   }
 
-  async read(route: RouteSpec, request: CanonicalRequest, first: Lookup = this.lookup(route, this.keyFor(route, request))): Promise<ReadResult> {
+  async read(route: RouteSpec, request: CanonicalRequest, first: Lookup = this.lookup(this.keyFor(route, request))): Promise<ReadResult> {
     const { key, held } = first;
     let decision = first.decision;
     if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
@@ -96,7 +92,7 @@ export class ReadThrough {
     } else {
       this.deps.store.countLookup('memory', 'unknown', 'miss');
       const shared = await this.deps.store.getShared(key);
-      if (shared && this.servesRoute(route)(shared)) decision = decide(shared, this.deps.clock(), this.deps.chain(), this.deps.ttl);
+      if (shared) decision = decide(shared, this.deps.clock(), this.deps.chain(), this.deps.ttl);
       if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
     }
     if (decision.action === 'serve-stale-and-refresh') {
@@ -106,11 +102,6 @@ export class ReadThrough {
     }
     if (decision.action === 'refetch' && decision.purged) this.deps.observer?.onReorgPurge?.();
     return this.refreshOnce(key, route, request, decision);
-  }
-
-  /** /tx/{id} shares its entries with tx/multiple, which may leave ones only a list can serve. */
-  private servesRoute(route: RouteSpec): (entry: CacheEntry) => boolean {
-    return route.entries === 'transaction' ? servesTransaction : always;
   }
 
   private refreshOnce(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh): Promise<ReadResult> {
@@ -124,12 +115,11 @@ export class ReadThrough {
   private async fetchAcrossInstances(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh): Promise<ReadResult> {
     const flight = this.deps.sharedFlight;
     if (!flight) return this.fetch(key, route, request, refresh, false);
-    const serves = this.servesRoute(route);
     const outcome = await flight.run(
       key,
       route.id,
       (mustLand) => this.fetch(key, route, request, refresh, mustLand),
-      (entry) => serves(entry) && evaluate(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) === 'fresh',
+      (entry) => evaluate(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) === 'fresh',
     );
     if (outcome.kind === 'fetched') return outcome.value;
     void this.deps.store.set(key, outcome.entry, { memoryOnly: true });

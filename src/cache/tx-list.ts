@@ -15,12 +15,12 @@ import { serializeQuery, type CanonicalRequest } from '../routes/validate.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import { admitList, bodyEtag, type ListAdmission, type Snapshot } from './admit.js';
 import type { CacheEntry } from './entry.js';
-import { transactionKey } from './key.js';
+import { listMemberKey, transactionKey } from './key.js';
 import { evaluate, weakest, type Classification, type TtlSettings } from './policy.js';
 import type { ReadResult } from './read-through.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
-import { memberText, servesListMember } from './tx-member.js';
+import { memberText, servesListMember, servesTransaction } from './tx-member.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -95,24 +95,35 @@ export class TxListReader {
     if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
     for (const [id, entry] of admission.members) {
       cached.set(id, entry);
-      void this.deps.store.set(transactionKey(this.deps.keyPrefix, id, queryText), entry);
+      void this.deps.store.set(this.keyOf(id, queryText, entry), entry);
     }
     // Every id fetched at once: the upstream's bytes are the answer as they are.
     if (missing.length === ids.length) return { ...this.result(response.body, cached, ids, 'MISS'), upstreamSeconds };
     return { ...this.compose(ids, cached, 'MISS'), upstreamSeconds };
   }
 
+  /** Where a member is kept: at the transaction's key when /tx/{id} can serve it too, else apart. */
+  private keyOf(id: string, queryText: string, entry: CacheEntry): string {
+    return servesTransaction(entry) ? transactionKey(this.deps.keyPrefix, id, queryText) : listMemberKey(this.deps.keyPrefix, id, queryText);
+  }
+
   private async lookup(ids: string[], queryText: string): Promise<Map<string, CacheEntry>> {
     const chain = this.deps.chain();
     const found = new Map<string, CacheEntry>();
+    const freshMember = async (key: string): Promise<CacheEntry | 'absent' | undefined> => {
+      const hit = await this.deps.store.get(key);
+      // A /tx/{id} 404 is that route's own: a list member cannot repeat it byte for byte.
+      if (!hit || !servesListMember(hit.entry)) return 'absent';
+      const fresh = evaluate(hit.entry, this.deps.clock(), chain, this.deps.ttl) === 'fresh';
+      if (hit.tier === 'memory') this.deps.store.countLookup('memory', hit.entry.cls, fresh ? 'hit' : 'miss');
+      return fresh ? hit.entry : undefined;
+    };
     await Promise.all(
       ids.map(async (id) => {
-        const hit = await this.deps.store.get(transactionKey(this.deps.keyPrefix, id, queryText));
-        // A /tx/{id} 404 is that route's own: it says nothing a list member can repeat byte for byte.
-        if (!hit || !servesListMember(hit.entry)) return;
-        const fresh = evaluate(hit.entry, this.deps.clock(), chain, this.deps.ttl) === 'fresh';
-        if (hit.tier === 'memory') this.deps.store.countLookup('memory', hit.entry.cls, fresh ? 'hit' : 'miss');
-        if (fresh) found.set(id, hit.entry);
+        // The transaction's own entry first (also what /tx/{id} stored), then a list-only member.
+        let member = await freshMember(transactionKey(this.deps.keyPrefix, id, queryText));
+        if (member === 'absent') member = await freshMember(listMemberKey(this.deps.keyPrefix, id, queryText));
+        if (member !== undefined && member !== 'absent') found.set(id, member);
       }),
     );
     return found;

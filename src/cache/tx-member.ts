@@ -7,22 +7,21 @@
  * Not-found answers are NOT shared. /tx/{id} answers 404 with an error body; tx/multiple
  * answers `{"found":false,"result":{"tx_id":"<id as requested>"}}` with the list's status 200.
  * Neither can be built from the other byte for byte without the proxy making up upstream
- * bytes, and both live only a mempool TTL, so each route keeps its own: a 404 entry serves
- * /tx/{id} only, a not-found member (or a found one in an unexpected form) serves lists only.
- * Both sit at the transaction's key, so one replaces the other; that costs at most one
- * upstream request, never a wrong answer.
+ * bytes, so each route keeps its own: a 404 entry (at the transaction's key) serves /tx/{id}
+ * only; a not-found member, or a found one in an unexpected form, is kept at a key of its
+ * own (key.ts listMemberKey) and serves lists only. Neither displaces the other.
  */
 import type { CacheEntry } from './entry.js';
 
 export const FOUND_MEMBER_PREFIX = '{"found":true,"result":';
 export const FOUND_MEMBER_SUFFIX = '}';
 
-/** Whether /tx/{id} may answer with this entry. */
+/** Whether /tx/{id} may answer with this member (otherwise it is kept for lists only). */
 export function servesTransaction(entry: CacheEntry): boolean {
-  return entry.listItem === undefined || entry.listItem.unwrapped === true;
+  return entry.listItem?.unwrapped === true;
 }
 
-/** Whether a tx/multiple member may be built from this entry. */
+/** Whether a tx/multiple member may be built from this entry (a /tx/{id} 404 may not). */
 export function servesListMember(entry: CacheEntry): boolean {
   return entry.status === 200 && entry.listItem !== undefined;
 }

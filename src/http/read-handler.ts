@@ -59,7 +59,7 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     const request = outcome.request;
     let reading: Promise<ReadResult>;
     if (route.reader === 'single') {
-      const lookup = deps.readThrough.lookup(route, deps.readThrough.keyFor(route, request));
+      const lookup = deps.readThrough.lookup(deps.readThrough.keyFor(route, request));
       if (lookup.decision.action === 'fresh') {
         const hit = lookup.decision.entry;
         record.cache = 'HIT';
