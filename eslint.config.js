@@ -39,7 +39,17 @@ export default tseslint.config(
     ),
   },
   {
-    files: ['src/cache/policy.ts', 'src/cache/key.ts', 'src/routes/**/*.ts'],
+    files: [
+      'src/cache/policy.ts',
+      'src/cache/key.ts',
+      'src/cache/admit.ts',
+      'src/cache/tx-member.ts',
+      'src/chain/view.ts',
+      'src/chain/fork-search.ts',
+      'src/chain/finality.ts',
+      'src/chain/reorg-log.ts',
+      'src/routes/**/*.ts',
+    ],
     rules: restrict([IOREDIS, UNDICI, ...IO]),
   },
 );

@@ -1,7 +1,7 @@
 /**
- * The composition root: builds stores, upstream client, chain-tip tracker, read-through and
- * the request pipeline from a validated Config, hands the pipeline to the HTTP server
- * (http/server-lifecycle.ts), and stops everything in order. It builds; it does not serve.
+ * The composition root: builds the clock, stores, upstream health and client, chain-tip
+ * tracker, readers and the request pipeline from a validated Config, hands the pipeline to the
+ * HTTP server (http/server-lifecycle.ts), and stops everything in order. It builds; it does not serve.
  */
 import type { Server } from 'node:http';
 import type { Config } from './config.js';
@@ -11,16 +11,20 @@ import { MemoryStore } from './cache/memory-store.js';
 import { RedisStore } from './cache/redis-store.js';
 import { TieredStore } from './cache/tiered-store.js';
 import { retentionMs, type TtlSettings } from './cache/policy.js';
-import { ReadThrough, type ReadThroughDeps } from './cache/read-through.js';
+import { ReadThrough } from './cache/read-through.js';
+import { SharedFlight } from './cache/shared-flight.js';
 import { TxListReader } from './cache/tx-list.js';
 import type { Tier } from './cache/store.js';
+import { ChainTipTracker } from './chain/tracker.js';
+import { systemClock, type Clock } from './clock.js';
 import { UpstreamClient } from './upstream/client.js';
-import { ChainTipTracker } from './upstream/chain-tip.js';
+import { UpstreamHealth } from './upstream/health.js';
 import { createPassthrough } from './http/passthrough.js';
 import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
 import { startHttpServer } from './http/server-lifecycle.js';
-import { ROUTES } from './routes/route-table.js';
+import { ROUTE_BY_ID, ROUTES } from './routes/route-table.js';
+import { UPSTREAM_DEPRECATION_WARNING } from './routes/route-spec.js';
 
 export interface ProxyServer {
   url: string;
@@ -30,18 +34,20 @@ export interface ProxyServer {
   tracker: ChainTipTracker;
   store: TieredStore;
   upstream: UpstreamClient;
+  health: UpstreamHealth;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
 
 export interface StartOptions {
   logger: Logger;
-  now?: () => number;
+  /** The one clock every component reads (tests move it); the system clock by default. */
+  now?: Clock;
   /** Skip prom-client's process metrics (tests run many proxies in one process). */
   defaultMetrics?: boolean;
 }
 
-function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: TtlSettings) {
+function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: TtlSettings, clock: Clock) {
   const storeObserver = {
     onEviction: (tier: Tier) => metrics.cacheEvictions.inc({ tier }),
     onCommand: (command: string, seconds: number) => metrics.redisCommandDuration.observe({ command }, seconds),
@@ -51,6 +57,7 @@ function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: Ttl
   const memory = new MemoryStore({
     maxBytes: config.redis.url ? config.cache.memory.maxBytesWithRedis : config.cache.memory.maxBytes,
     maxEntryBytes: config.cache.memory.maxEntryBytes,
+    now: clock,
     observer: storeObserver,
   });
   let redis: RedisStore | undefined;
@@ -75,8 +82,18 @@ function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: Ttl
   return { store, redis };
 }
 
-function createUpstream(config: Config, metrics: Metrics, logger: Logger): UpstreamClient {
-  return new UpstreamClient(config.upstream, {
+function createUpstream(config: Config, metrics: Metrics, logger: Logger, clock: Clock): { upstream: UpstreamClient; health: UpstreamHealth } {
+  const origins = config.upstream.urls.map((url) => new URL(url).origin);
+  const health = new UpstreamHealth(origins, config.upstream, clock, {
+    onBreaker: (upstream, state) => {
+      metrics.upstreamBreakerOpen.set({ upstream }, state === 'open' ? 1 : 0);
+      logger.warn({ upstream, state }, state === 'open' ? 'upstream circuit breaker opened' : 'upstream circuit breaker closed');
+    },
+    onLag: (upstream, lagging, lagBlocks) => {
+      logger.warn({ upstream, lagging, lagBlocks }, lagging ? 'upstream lags the best tip: not read from' : 'upstream caught up');
+    },
+  });
+  const upstream = new UpstreamClient(config.upstream, health, clock, {
     onResponse: (upstream, route, status, seconds) => {
       metrics.upstreamRequests.inc({ upstream, route, status: String(status) });
       metrics.upstreamDuration.observe({ upstream, route }, seconds);
@@ -91,14 +108,8 @@ function createUpstream(config: Config, metrics: Metrics, logger: Logger): Upstr
       metrics.upstreamRetries.inc({ route, reason });
       logger.debug({ route, upstream, reason }, 'retrying upstream request');
     },
-    onBreaker: (upstream, state) => {
-      metrics.upstreamBreakerOpen.set({ upstream }, state === 'open' ? 1 : 0);
-      logger.warn({ upstream, state }, state === 'open' ? 'upstream circuit breaker opened' : 'upstream circuit breaker closed');
-    },
-    onLag: (upstream, lagging, lagBlocks) => {
-      logger.warn({ upstream, lagging, lagBlocks }, lagging ? 'upstream lags the best tip: not read from' : 'upstream caught up');
-    },
   });
+  return { upstream, health };
 }
 
 /** Logs tip-poll failures once when they start and once when they stop, not every second. */
@@ -119,7 +130,8 @@ function pollErrorLogger(logger: Logger) {
 
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
-  const now = options.now ?? Date.now;
+  // The one clock: created here, handed to every component that reads wall time.
+  const now: Clock = options.now ?? systemClock;
   // The collectors read components created below; they only run when metrics are read.
   let tipChangedAt = now();
   const metrics: Metrics = createMetrics({
@@ -131,8 +143,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     },
   });
   const ttl: TtlSettings = config.cache.ttl;
-  const { store, redis } = createStores(config, metrics, logger, ttl);
-  const upstream = createUpstream(config, metrics, logger);
+  const { store, redis } = createStores(config, metrics, logger, ttl, now);
+  const { upstream, health } = createUpstream(config, metrics, logger, now);
 
   const collectUpstreamGauges = (): void => {
     for (const u of upstream.status()) {
@@ -163,7 +175,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const pollLog = pollErrorLogger(logger);
   const tracker = new ChainTipTracker(
     upstream,
+    health,
     { ...config.chainTip, burnConfirmations: config.finality.burnConfirmations },
+    now,
     {
       onTip: (tip) => {
         tipChangedAt = now();
@@ -177,23 +191,30 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       },
       onError: (error) => pollLog.failed(error),
     },
-    now,
   );
 
-  const readDeps: ReadThroughDeps = {
+  const chain = () => tracker.view();
+  const sharedFlight =
+    redis && config.cache.sharedSingleFlight.enabled
+      ? new SharedFlight(
+          { lock: redis, lockTtlMs: config.cache.sharedSingleFlight.lockTtlMs, waitMs: config.cache.sharedSingleFlight.waitMs },
+          redis,
+          now,
+          { onSharedWait: (route, result) => metrics.sharedFlightWaits.inc({ route, result }) },
+        )
+      : undefined;
+  const onJoin = (route: string) => metrics.singleflightJoined.inc({ route });
+  const readThrough = new ReadThrough({
     store,
     upstream,
-    chain: () => tracker.view(),
+    chain,
     ttl,
     stale: { staleIfErrorMs: config.cache.staleIfErrorMs, staleIfErrorMaxBlocks: config.cache.staleIfErrorMaxBlocks },
     keyPrefix: config.cache.keyPrefix,
-    shared:
-      redis && config.cache.sharedSingleFlight.enabled
-        ? { lock: redis, lockTtlMs: config.cache.sharedSingleFlight.lockTtlMs, waitMs: config.cache.sharedSingleFlight.waitMs }
-        : undefined,
-    now,
+    sharedFlight,
+    clock: now,
     observer: {
-      onJoin: (route) => metrics.singleflightJoined.inc({ route }),
+      onJoin,
       onRevalidation: (result) => metrics.revalidations.inc({ result }),
       onStale: (route, reason, cls) => {
         metrics.staleServed.inc({ route, reason });
@@ -201,11 +222,20 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         metrics.cacheLookups.inc({ tier: 'memory', class: cls, result: 'stale' });
       },
       onReorgPurge: () => metrics.reorgPurged.inc(),
-      onSharedWait: (route, result) => metrics.sharedFlightWaits.inc({ route, result }),
     },
-  };
-  const readThrough = new ReadThrough(readDeps);
-  const txList = new TxListReader(readDeps, readThrough);
+  });
+  const txList = new TxListReader({
+    store,
+    upstream,
+    chain,
+    ttl,
+    keyPrefix: config.cache.keyPrefix,
+    clock: now,
+    // A found member is also the /tx/{id} answer, which carries the deprecation Warning when that route is deprecated.
+    transactionHeaders: ROUTE_BY_ID.get('tx_by_id')?.deprecated ? { warning: UPSTREAM_DEPRECATION_WARNING } : {},
+    readWhole: (route, request) => readThrough.read(route, request),
+    observer: { onJoin },
+  });
 
   let shuttingDown = false;
   const readiness = (): Readiness => {
@@ -218,7 +248,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const passthrough = config.passthrough.enabled
     ? createPassthrough({
-        target: () => upstream.preferredOrigin(),
+        target: () => health.preferredOrigin(),
         websockets: config.passthrough.websockets,
         timeoutMs: config.server.requestTimeoutMs,
         logger,
@@ -258,5 +288,5 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     await upstream.close();
   };
 
-  return { url: http.url, port: http.port, server: http.server, metrics, tracker, store, upstream, close };
+  return { url: http.url, port: http.port, server: http.server, metrics, tracker, store, upstream, health, close };
 }

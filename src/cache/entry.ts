@@ -22,8 +22,12 @@ export interface CacheEntry {
   tipHeight?: number;
   /** Stacks block height the data belongs to, so a reorg can purge final entries above it. */
   height?: number;
-  /** For tx/multiple items: how the upstream would order it in a list answer. */
-  listItem?: { found: boolean; minedHeight?: number };
+  /**
+   * For transactions (cache/tx-member.ts): how the upstream would order it in a tx/multiple
+   * answer. `unwrapped`: the body is the /tx/{id} body, which a list wraps as a found member;
+   * otherwise the body is the member's bytes as a list sent them (lists only).
+   */
+  listItem?: { found: boolean; minedHeight?: number; unwrapped?: boolean };
 }
 
 const MAGIC = 0x53; // 'S'

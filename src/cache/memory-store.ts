@@ -2,6 +2,7 @@
  * The in-memory tier: an LRU bounded by bytes, with per-entry retention. It is the whole
  * cache when no Redis is configured, and the small hot tier in front of Redis otherwise.
  */
+import { systemClock, type Clock } from '../clock.js';
 import { entrySize, type CacheEntry } from './entry.js';
 import type { CacheStore, StoreObserver } from './store.js';
 
@@ -15,7 +16,8 @@ export interface MemoryStoreOptions {
   maxBytes: number;
   /** Larger entries are not kept in memory (one huge answer must not flush the tier). */
   maxEntryBytes: number;
-  now?: () => number;
+  /** The composition root's clock; the system clock for tests that build a store alone. */
+  now?: Clock;
   observer?: StoreObserver;
 }
 
@@ -24,10 +26,10 @@ export class MemoryStore implements CacheStore {
   // A Map iterates in insertion order: re-inserting on access makes its head the LRU.
   private readonly slots = new Map<string, Slot>();
   private bytes = 0;
-  private readonly now: () => number;
+  private readonly now: Clock;
 
   constructor(private readonly options: MemoryStoreOptions) {
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? systemClock;
   }
 
   /** Synchronous lookup, so a hit never waits for a promise tick. */

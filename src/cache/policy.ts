@@ -1,28 +1,14 @@
 /**
- * Pure cache policy: which freshness class a response belongs to (DESIGN §3), and what a
- * stored entry is worth now. No I/O; time and chain state come in as arguments.
+ * Pure cache policy: which freshness class a response belongs to (DESIGN §3), and what to do
+ * with a stored entry now: the decision record (`decide`) the read-through acts on, in the
+ * manner of http-cache-semantics' evaluateRequest. No I/O; time and chain state come in as
+ * arguments.
  */
-import type { PolicyKind, RequestFacts } from '../routes/route-spec.js';
+import type { ChainView, ReorgRecord } from '../chain/view.js';
+import type { FreshnessRules, RequestFacts } from '../routes/route-spec.js';
 import type { CacheEntry, FreshnessClass } from './entry.js';
 
-export interface ReorgRecord {
-  /** When the proxy saw the reorg (ms). Entries validated before it are suspect. */
-  at: number;
-  /** Highest block height both branches share; final entries above it are purged. */
-  forkHeight: number;
-}
-
-/** What the proxy knows of the chain when it decides. */
-export interface ChainView {
-  tipHash?: string;
-  tipHeight?: number;
-  burnHeight?: number;
-  /** Burn height at or below which anchored data is final (burn tip minus confirmations). */
-  finalBurnHeight?: number;
-  /** Highest Stacks height known to be anchored in a final burn block. */
-  finalStacksHeight?: number;
-  reorgs: readonly ReorgRecord[];
-}
+export type { ChainView, ReorgRecord } from '../chain/view.js';
 
 export interface TtlSettings {
   tipSafetyMs: number;
@@ -38,14 +24,23 @@ export interface Classification {
   height?: number;
 }
 
-export interface ClassifyInput {
-  policy: PolicyKind;
+/** What classifying an answer needs besides its body. */
+export interface AnswerFacts {
+  freshness: FreshnessRules;
   facts: RequestFacts;
   status: number;
-  body: Buffer;
   chain: ChainView;
   /** Height of the transaction a tx/events request names, when the cache holds it as final. */
   finalTxHeight?: number;
+}
+
+export interface ClassifyInput extends AnswerFacts {
+  body: Buffer;
+}
+
+/** An answer whose body was parsed once (undefined: it is not JSON). */
+export interface ParsedAnswer extends AnswerFacts {
+  json: unknown;
 }
 
 interface MinedFields {
@@ -58,10 +53,13 @@ interface MinedFields {
   height?: number;
 }
 
-function parseObject(body: Buffer): Record<string, unknown> | undefined {
+const asObject = (value: unknown): Record<string, unknown> | undefined =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+
+/** The body as JSON, or undefined when it does not parse. */
+export function parseJson(body: Buffer): unknown {
   try {
-    const value: unknown = JSON.parse(body.toString('utf8'));
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return JSON.parse(body.toString('utf8')) as unknown;
   } catch {
     return undefined;
   }
@@ -105,9 +103,41 @@ function classifyAddressHistory(facts: RequestFacts, chain: ChainView): Classifi
   return { cls: 'tip' };
 }
 
-function classifyOk(input: ClassifyInput): Classification | undefined {
-  const { policy, facts, body, chain } = input;
-  switch (policy) {
+const CLASS_RANK: Record<FreshnessClass, number> = { mempool: 0, tip: 1, final: 2 };
+
+/** The weaker of two classes; for two final ones the higher height, so a reorg above either purges. */
+export function weakest(a: Classification, b: Classification): Classification {
+  if (CLASS_RANK[a.cls] !== CLASS_RANK[b.cls]) return CLASS_RANK[a.cls] < CLASS_RANK[b.cls] ? a : b;
+  if (a.cls !== 'final') return { cls: a.cls };
+  return { cls: 'final', height: a.height === undefined || b.height === undefined ? undefined : Math.max(a.height, b.height) };
+}
+
+/** One tx/multiple member: a found transaction is classified as one; a missing one may arrive any second. */
+export function classifyListMember(member: unknown, chain: ChainView): Classification | undefined {
+  const value = asObject(member);
+  if (!value) return undefined;
+  if (value.found !== true) return { cls: 'mempool' };
+  const tx = asObject(value.result);
+  return tx ? classifyTransaction(tx, chain) : undefined;
+}
+
+/** A tx/multiple answer as a whole is as fresh as its least fresh member. */
+function classifyList(list: Record<string, unknown>, chain: ChainView): Classification | undefined {
+  let result: Classification = { cls: 'final' };
+  let members = 0;
+  for (const member of Object.values(list)) {
+    const classification = classifyListMember(member, chain);
+    if (!classification) return undefined;
+    result = members === 0 ? classification : weakest(result, classification);
+    members++;
+  }
+  return members === 0 ? undefined : result;
+}
+
+function classifyOk(input: ParsedAnswer): Classification | undefined {
+  const { freshness, facts, chain } = input;
+  const body = asObject(input.json);
+  switch (freshness) {
     case 'mempool':
       return { cls: 'mempool' };
     case 'principal_balance':
@@ -119,18 +149,17 @@ function classifyOk(input: ClassifyInput): Classification | undefined {
     case 'tx_events':
       return input.finalTxHeight !== undefined ? { cls: 'final', height: input.finalTxHeight } : { cls: 'tip' };
     case 'transaction':
-    case 'tx_multiple': {
-      const tx = parseObject(body);
-      return tx ? classifyTransaction(tx, chain) : undefined;
-    }
+      return body ? classifyTransaction(body, chain) : undefined;
+    case 'transaction_list':
+      return body ? classifyList(body, chain) : undefined;
     case 'tx_with_transfers': {
-      const tx = parseObject(body)?.tx as MinedFields | undefined;
+      const tx = asObject(body?.tx);
       return tx ? classifyTransaction(tx, chain) : undefined;
     }
     case 'block':
     case 'burn_block': {
       if (facts.latest) return { cls: 'tip' };
-      const block = parseObject(body) as MinedFields | undefined;
+      const block = body as MinedFields | undefined;
       if (!block) return undefined;
       return isFinalBlockData(block, chain) ? { cls: 'final', height: block.height } : { cls: 'tip' };
     }
@@ -138,8 +167,8 @@ function classifyOk(input: ClassifyInput): Classification | undefined {
 }
 
 /** Negative caching (DESIGN §3): a missing tx may arrive any second; a missing block at the next one. */
-function classifyNotFound(policy: PolicyKind): Classification | undefined {
-  switch (policy) {
+function classifyNotFound(freshness: FreshnessRules): Classification | undefined {
+  switch (freshness) {
     case 'transaction':
       return { cls: 'mempool' };
     case 'block':
@@ -153,14 +182,21 @@ function classifyNotFound(policy: PolicyKind): Classification | undefined {
   }
 }
 
-/** The class to store a response under, or undefined for "never store" (5xx, upstream 4xx, garbage). */
-export function classify(input: ClassifyInput): Classification | undefined {
+/** The class to store a parsed answer under, or undefined for "never store" (5xx, upstream 4xx, garbage). */
+export function classifyParsed(input: ParsedAnswer): Classification | undefined {
   if (input.status === 200) return classifyOk(input);
-  if (input.status === 404) return classifyNotFound(input.policy);
+  if (input.status === 404) return classifyNotFound(input.freshness);
   return undefined;
 }
 
+/** classifyParsed for a body not parsed yet (stored bytes a 304 confirmed). */
+export function classify(input: ClassifyInput): Classification | undefined {
+  const { body, ...facts } = input;
+  return classifyParsed({ ...facts, json: input.status === 200 ? parseJson(body) : undefined });
+}
+
 /**
+ * What a stored entry is worth (see `decide` for what to do about it).
  * `purged`: a reorg made the entry suspect; it is refetched like `refetch`, and counted.
  * `stale-while-revalidate`: serve it now and refresh it in the background.
  */
@@ -191,6 +227,49 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   // entries from an older tip are never served while they refresh.
   if (entry.cls === 'mempool' && sameTip && age < maxAge + ttl.staleWhileRevalidateMs) return 'stale-while-revalidate';
   return entry.upstreamEtag ? 'revalidate' : 'refetch';
+}
+
+/** How to ask the upstream again. */
+export type Refresh =
+  /** If-None-Match with the upstream's ETag; a 304 confirms `entry`, which also stands in if the upstream fails. */
+  | { action: 'revalidate'; etag: string; entry: CacheEntry }
+  /**
+   * A plain request. `fallback` may stand in if the upstream fails (stale-if-error);
+   * `purged`: a reorg made the held entry suspect, so there is none (counted).
+   */
+  | { action: 'refetch'; fallback?: CacheEntry; purged?: true };
+
+/** The decision record for one lookup: the read-through acts on it and derives nothing itself. */
+export type Decision =
+  | { action: 'fresh'; entry: CacheEntry }
+  /** Serve `entry` now and run `refresh` in the background. */
+  | { action: 'serve-stale-and-refresh'; entry: CacheEntry; refresh: Refresh }
+  | Refresh;
+
+/** The entry that may stand in when the upstream fails, if the stale-if-error rules allow it then. */
+export function fallbackOf(refresh: Refresh): CacheEntry | undefined {
+  return refresh.action === 'revalidate' ? refresh.entry : refresh.fallback;
+}
+
+function refreshFor(entry: CacheEntry): Refresh {
+  return entry.upstreamEtag ? { action: 'revalidate', etag: entry.upstreamEtag, entry } : { action: 'refetch', fallback: entry };
+}
+
+/** What to do for a request, given what the cache holds for it (nothing: undefined). */
+export function decide(entry: CacheEntry | undefined, now: number, chain: ChainView, ttl: TtlSettings): Decision {
+  if (!entry) return { action: 'refetch' };
+  switch (evaluate(entry, now, chain, ttl)) {
+    case 'fresh':
+      return { action: 'fresh', entry };
+    case 'stale-while-revalidate':
+      return { action: 'serve-stale-and-refresh', entry, refresh: refreshFor(entry) };
+    case 'purged':
+      // Data a reorg may have changed is neither revalidated nor served stale.
+      return { action: 'refetch', purged: true };
+    case 'revalidate':
+    case 'refetch':
+      return refreshFor(entry);
+  }
 }
 
 export interface StaleSettings {

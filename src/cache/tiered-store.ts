@@ -42,13 +42,22 @@ export class TieredStore {
     const local = this.memory.peek(key);
     if (local) return { entry: local, tier: 'memory' };
     this.observer.onLookup?.('memory', 'unknown', 'miss');
+    const entry = await this.getShared(key);
+    return entry ? { entry, tier: 'redis' } : undefined;
+  }
+
+  /**
+   * The shared tier alone, for a caller that already peeked memory (one lookup per tier per
+   * request). An entry found there is copied to memory.
+   */
+  async getShared(key: string): Promise<CacheEntry | undefined> {
     if (!this.shared) return undefined;
     try {
       const entry = await this.shared.get(key);
       this.observer.onLookup?.('redis', entry?.cls ?? 'unknown', entry ? 'hit' : 'miss');
       if (!entry) return undefined;
       this.memory.put(key, entry, this.retention(entry));
-      return { entry, tier: 'redis' };
+      return entry;
     } catch (error) {
       this.observer.onLookup?.('redis', 'unknown', 'error');
       this.observer.onError?.('redis', 'get', error);

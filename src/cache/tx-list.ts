@@ -1,34 +1,38 @@
 /**
- * `/extended/v1/tx/multiple` built from per-transaction entries: each id is looked up on
- * its own, only the missing ids go upstream (one request), each answer is stored under its
- * own class, and the list is reassembled in the upstream's order from the stored bytes.
+ * `/extended/v1/tx/multiple` built from one entry per transaction (tx-member.ts): each id is
+ * looked up on its own (an entry /tx/{id} stored serves too), only the missing ids go
+ * upstream (one request), each answer is stored under its own class, and the list is
+ * reassembled in the upstream's order from the stored bytes.
  *
  * Upstream order (searchTxs): canonical mined txs (database order, which follows block
  * height), then mempool txs, then not-found ids as requested. Keys are lowercase tx ids for
  * found entries and the id as requested for missing ones.
  */
+import type { Clock } from '../clock.js';
+import type { ChainView } from '../chain/view.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { serializeQuery, type CanonicalRequest } from '../routes/validate.js';
-import { UpstreamError } from '../upstream/errors.js';
-import type { UpstreamResponse } from '../upstream/client.js';
-import { txListItemKey } from './key.js';
-import type { CacheEntry, FreshnessClass } from './entry.js';
-import { classifyTransaction, evaluate, type Classification } from './policy.js';
-import { assertWellFormed, bodyEtag, type ReadResult, type ReadThrough, type ReadThroughDeps, type Snapshot } from './read-through.js';
-import { scanObjectMembers } from './json-object-scan.js';
+import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
+import { admitList, bodyEtag, type ListAdmission, type Snapshot } from './admit.js';
+import type { CacheEntry } from './entry.js';
+import { listMemberKey, transactionKey } from './key.js';
+import { evaluate, weakest, type Classification, type TtlSettings } from './policy.js';
+import type { ReadResult } from './read-through.js';
 import { SingleFlight } from './single-flight.js';
+import type { TieredStore } from './tiered-store.js';
+import { memberText, servesListMember, servesTransaction } from './tx-member.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-const CLASS_RANK: Record<FreshnessClass, number> = { mempool: 0, tip: 1, final: 2 };
+
+interface Fetched {
+  response: UpstreamResponse;
+  admission: Exclude<ListAdmission, { kind: 'failure' }>;
+  upstreamSeconds: number;
+}
 
 interface Item {
   id: string;
   entry: CacheEntry;
-}
-
-interface ListMember {
-  found?: boolean;
-  result?: { tx_status?: string; block_height?: number };
 }
 
 /** Orders items like the upstream: mined by height (stable), then mempool, then not found. */
@@ -51,20 +55,28 @@ export function orderItems(items: Item[]): Item[] {
 }
 
 export function composeList(items: Item[]): Buffer {
-  const members = orderItems(items).map(({ id, entry }) => `${JSON.stringify(id)}:${entry.body.toString('utf8')}`);
+  const members = orderItems(items).map(({ id, entry }) => `${JSON.stringify(id)}:${memberText(entry)}`);
   return Buffer.from(`{${members.join(',')}}`, 'utf8');
 }
 
-export class TxListReader {
-  private readonly flights = new SingleFlight<UpstreamResponse>();
-  private readonly now: () => number;
+export interface TxListDeps {
+  store: TieredStore;
+  upstream: UpstreamClient;
+  chain: () => ChainView;
+  ttl: TtlSettings;
+  keyPrefix: string;
+  clock: Clock;
+  /** Headers a /tx/{id} answer carries that a list does not (its deprecation Warning): found members serve /tx/{id} too. */
+  transactionHeaders: Record<string, string>;
+  /** Reads a list the upstream must answer whole, as one entry for the request (the single reader). */
+  readWhole(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult>;
+  observer?: { onJoin?(route: string): void };
+}
 
-  constructor(
-    private readonly deps: ReadThroughDeps,
-    private readonly readThrough: ReadThrough,
-  ) {
-    this.now = deps.now ?? Date.now;
-  }
+export class TxListReader {
+  private readonly flights = new SingleFlight<Fetched>();
+
+  constructor(private readonly deps: TxListDeps) {}
 
   async read(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult> {
     const ids = [...new Set(request.values.tx_id as string[])];
@@ -73,73 +85,73 @@ export class TxListReader {
     const queryText = serializeQuery(itemQuery);
     // A mixed-case id makes the upstream answer twice for one tx (found lowercase, missing
     // as requested); such lists are fetched whole rather than composed.
-    if (ids.some((id) => id !== id.toLowerCase())) return this.readThrough.read(route, request);
+    if (ids.some((id) => id !== id.toLowerCase())) return this.deps.readWhole(route, request);
 
     const cached = await this.lookup(ids, queryText);
     const missing = ids.filter((id) => !cached.has(id));
     if (missing.length === 0) return this.compose(ids, cached, 'HIT');
 
-    const asked = this.readThrough.snapshot();
-    const started = asked.at;
-    const response = await this.fetchMissing(route, missing, queryText);
-    const upstreamSeconds = (this.now() - started) / 1000;
-    if (response.status !== 200) return { ...this.readThrough.bypass(response), upstreamSeconds };
-    const fetched = this.admit(response, queryText, asked);
-    if (!fetched) throw new UpstreamError('invalid', response.upstream, 'tx/multiple answer is not an object');
-    for (const [id, entry] of fetched) cached.set(id, entry);
+    const { response, admission, upstreamSeconds } = await this.fetchMissing(route, missing, queryText);
+    if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
+    for (const [id, entry] of admission.members) {
+      cached.set(id, entry);
+      void this.deps.store.set(this.keyOf(id, queryText, entry), entry);
+    }
     // Every id fetched at once: the upstream's bytes are the answer as they are.
     if (missing.length === ids.length) return { ...this.result(response.body, cached, ids, 'MISS'), upstreamSeconds };
     return { ...this.compose(ids, cached, 'MISS'), upstreamSeconds };
   }
 
+  /** Where a member is kept: at the transaction's key when /tx/{id} can serve it too, else apart. */
+  private keyOf(id: string, queryText: string, entry: CacheEntry): string {
+    return servesTransaction(entry) ? transactionKey(this.deps.keyPrefix, id, queryText) : listMemberKey(this.deps.keyPrefix, id, queryText);
+  }
+
   private async lookup(ids: string[], queryText: string): Promise<Map<string, CacheEntry>> {
     const chain = this.deps.chain();
     const found = new Map<string, CacheEntry>();
+    const freshMember = async (key: string): Promise<CacheEntry | 'absent' | undefined> => {
+      const hit = await this.deps.store.get(key);
+      // A /tx/{id} 404 is that route's own: a list member cannot repeat it byte for byte.
+      if (!hit || !servesListMember(hit.entry)) return 'absent';
+      const fresh = evaluate(hit.entry, this.deps.clock(), chain, this.deps.ttl) === 'fresh';
+      if (hit.tier === 'memory') this.deps.store.countLookup('memory', hit.entry.cls, fresh ? 'hit' : 'miss');
+      return fresh ? hit.entry : undefined;
+    };
     await Promise.all(
       ids.map(async (id) => {
-        const hit = await this.deps.store.get(txListItemKey(this.deps.keyPrefix, id, queryText));
-        if (!hit) return;
-        const fresh = evaluate(hit.entry, this.now(), chain, this.deps.ttl) === 'fresh';
-        if (hit.tier === 'memory') this.deps.store.countLookup('memory', hit.entry.cls, fresh ? 'hit' : 'miss');
-        if (fresh) found.set(id, hit.entry);
+        // The transaction's own entry first (also what /tx/{id} stored), then a list-only member.
+        let member = await freshMember(transactionKey(this.deps.keyPrefix, id, queryText));
+        if (member === 'absent') member = await freshMember(listMemberKey(this.deps.keyPrefix, id, queryText));
+        if (member !== undefined && member !== 'absent') found.set(id, member);
       }),
     );
     return found;
   }
 
-  private fetchMissing(route: RouteSpec, missing: string[], queryText: string): Promise<UpstreamResponse> {
+  /** One upstream request for the missing ids, shared by concurrent identical lists. */
+  private fetchMissing(route: RouteSpec, missing: string[], queryText: string): Promise<Fetched> {
     const path = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}${queryText ? `&${queryText}` : ''}`;
-    return this.flights.run(
-      path,
-      () => this.deps.upstream.get({ path, route: route.id, validate: assertWellFormed }),
-      () => this.deps.observer?.onJoin?.(route.id),
-    );
+    return this.flights.run(path, () => this.fetch(route, path), () => this.deps.observer?.onJoin?.(route.id));
   }
 
-  /** Splits the upstream's object into members and stores each under its own class. */
-  private admit(response: UpstreamResponse, queryText: string, asked: Snapshot): Map<string, CacheEntry> | undefined {
-    const members = scanObjectMembers(response.body.toString('utf8'));
-    if (!members) return undefined;
-    const { chain } = asked;
-    const entries = new Map<string, CacheEntry>();
-    for (const { key, raw } of members) {
-      const member = JSON.parse(raw) as ListMember;
-      const tx = member.result ?? {};
-      const classification: Classification = member.found ? classifyTransaction(tx, chain) : { cls: 'mempool' };
-      const body = Buffer.from(raw, 'utf8');
-      const minedHeight = member.found && classification.cls !== 'mempool' ? tx.block_height : undefined;
-      const entry: CacheEntry = {
-        status: 200,
-        body,
-        headers: {},
-        etag: '',
-        ...this.readThrough.stamp(classification, asked),
-        listItem: { found: member.found === true, minedHeight },
-      };
-      entries.set(key, entry);
-      void this.deps.store.set(txListItemKey(this.deps.keyPrefix, key, queryText), entry);
-    }
-    return entries;
+  private async fetch(route: RouteSpec, path: string): Promise<Fetched> {
+    // Stamped with the chain and time from before the request: a block landing meanwhile makes it stale.
+    const asked: Snapshot = { chain: this.deps.chain(), at: this.deps.clock() };
+    const admitted = new WeakMap<UpstreamResponse, ListAdmission>();
+    const response = await this.deps.upstream.get({
+      path,
+      route: route.id,
+      // Each attempt's answer is split (and its body parsed) once, here: a malformed one is retried elsewhere.
+      validate: (answer) => {
+        const admission = admitList({ response: answer, asked, transactionHeaders: this.deps.transactionHeaders });
+        if (admission.kind === 'failure') throw admission.error;
+        admitted.set(answer, admission);
+      },
+    });
+    const admission = admitted.get(response) ?? admitList({ response, asked, transactionHeaders: this.deps.transactionHeaders });
+    if (admission.kind === 'failure') throw admission.error;
+    return { response, admission, upstreamSeconds: (this.deps.clock() - asked.at) / 1000 };
   }
 
   private compose(ids: string[], entries: Map<string, CacheEntry>, cacheStatus: 'HIT' | 'MISS'): ReadResult {
@@ -152,17 +164,17 @@ export class TxListReader {
 
   /** The list answer takes the weakest class of its members and a hash of its bytes as ETag. */
   private result(body: Buffer, entries: Map<string, CacheEntry>, ids: string[], cacheStatus: 'HIT' | 'MISS'): ReadResult {
-    let cls: FreshnessClass = 'final';
-    let validatedAt = this.now();
+    let classification: Classification = { cls: 'final' };
+    let validatedAt = this.deps.clock();
     for (const id of ids) {
       const entry = entries.get(id);
       if (!entry) continue;
-      if (CLASS_RANK[entry.cls] < CLASS_RANK[cls]) cls = entry.cls;
+      classification = weakest(classification, { cls: entry.cls });
       validatedAt = Math.min(validatedAt, entry.validatedAt);
     }
     return {
       cacheStatus,
-      entry: { status: 200, body, headers: { 'content-type': JSON_CONTENT_TYPE }, etag: bodyEtag(body), cls, validatedAt },
+      entry: { status: 200, body, headers: { 'content-type': JSON_CONTENT_TYPE }, etag: bodyEtag(body), cls: classification.cls, validatedAt },
     };
   }
 }

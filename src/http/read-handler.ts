@@ -1,6 +1,8 @@
 /**
- * The handler for one of the 13 read routes: validate, look up, answer. A fresh entry in
- * memory is written synchronously; anything else goes through the read-through.
+ * The handler for one of the 13 read routes: validate, look up, answer. The route's row names
+ * its reader: `single` routes look up memory once, synchronously, and a fresh entry is written
+ * at once; anything else goes on to the read-through with that same lookup. `tx-list` routes
+ * are built per transaction by the tx/multiple reader.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteSpec } from '../routes/route-spec.js';
@@ -9,6 +11,7 @@ import type { ReadThrough, ReadResult } from '../cache/read-through.js';
 import type { TxListReader } from '../cache/tx-list.js';
 import { UpstreamError } from '../upstream/errors.js';
 import { failureReply, internalError } from '../errors.js';
+import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { sendError, sendHit, sendRedirect, sendResult } from './respond.js';
 import type { RequestRecord } from './request-log.js';
@@ -17,7 +20,8 @@ export interface ReadHandlerDeps {
   readThrough: ReadThrough;
   txList: TxListReader;
   logger: Logger;
-  now?: () => number;
+  /** The composition root's clock (Age headers). */
+  now: Clock;
 }
 
 export type ReadHandler = (
@@ -29,7 +33,7 @@ export type ReadHandler = (
 ) => void;
 
 export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): ReadHandler {
-  const now = deps.now ?? Date.now;
+  const now = deps.now;
   return (req, res, params, rawQuery, record) => {
     record.route = route.id;
     const outcome = validateRequest(route, params, rawQuery);
@@ -44,9 +48,11 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
       return;
     }
     const request = outcome.request;
-    if (route.policy !== 'tx_multiple') {
-      const hit = deps.readThrough.peekFresh(deps.readThrough.keyFor(route, request));
-      if (hit) {
+    let reading: Promise<ReadResult>;
+    if (route.reader === 'single') {
+      const lookup = deps.readThrough.lookup(deps.readThrough.keyFor(route, request));
+      if (lookup.decision.action === 'fresh') {
+        const hit = lookup.decision.entry;
         record.cache = 'HIT';
         record.cls = hit.cls;
         if (req.headers['if-none-match'] === undefined) {
@@ -57,9 +63,10 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         }
         return;
       }
+      reading = deps.readThrough.read(route, request, lookup);
+    } else {
+      reading = deps.txList.read(route, request);
     }
-    const reading: Promise<ReadResult> =
-      route.policy === 'tx_multiple' ? deps.txList.read(route, request) : deps.readThrough.read(route, request);
     reading.then(
       (result) => {
         record.cache = result.cacheStatus;

@@ -18,18 +18,38 @@ export type RouteId =
   | 'block_by_burn_height'
   | 'tx_with_transfers';
 
-/** How a route's responses are classified (src/cache/policy.ts holds the rules). */
-export type PolicyKind =
+/** Which freshness rules classify a route's answers (src/cache/policy.ts holds the rules). */
+export type FreshnessRules =
   | 'principal_balance'
   | 'mempool'
   | 'transaction'
   | 'block'
-  | 'tx_multiple'
+  /** A tx/multiple answer: as fresh as its least fresh member. */
+  | 'transaction_list'
   | 'tx_events'
   | 'chain_history'
   | 'address_history'
   | 'burn_block'
   | 'tx_with_transfers';
+
+/**
+ * Which reader serves the route: `single` looks up one entry per request (cache/read-through.ts);
+ * `tx-list` builds tx/multiple from one entry per transaction (cache/tx-list.ts).
+ */
+export type ReaderKind = 'single' | 'tx-list';
+
+/**
+ * Where the route's answers are stored: one entry per canonical request, or one per
+ * transaction and query, shared by /tx/{id} and the members of tx/multiple (cache/key.ts).
+ */
+export type EntryScope = 'request' | 'transaction';
+
+/**
+ * The Warning the upstream sends on routes it marks deprecated (upstream-contract "Deprecated
+ * routes get `Warning: 299 ...`"). The proxy forwards the upstream's own header; it needs this
+ * text only for a /tx/{id} entry built from a tx/multiple answer, which carries no Warning.
+ */
+export const UPSTREAM_DEPRECATION_WARNING = '299 - "Deprecated: See https://docs.hiro.so/stacks/api for more information"';
 
 export interface ParamDecl {
   name: string;
@@ -50,6 +70,8 @@ export interface RequestFacts {
   latest?: boolean;
   /** tx/events by tx id: its finality follows the transaction's. */
   eventsOfTx?: string;
+  /** /tx/{id}: the lower-case id its per-transaction entry is stored under. */
+  txId?: string;
 }
 
 export type Resolution =
@@ -73,7 +95,10 @@ export interface RouteSpec {
   path: string;
   /** Upstream marks it deprecated: it sends a `Warning` header the proxy forwards. */
   deprecated: boolean;
-  policy: PolicyKind;
+  /** How the route is cached: its freshness rules, its reader, and the scope of its entries. */
+  freshness: FreshnessRules;
+  reader: ReaderKind;
+  entries: EntryScope;
   params: ParamDecl[];
   query: ParamDecl[];
   requiredQuery?: string[];

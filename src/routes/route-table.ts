@@ -1,7 +1,9 @@
 /**
  * The 13 read routes, each as a declarative entry: path, parameters exactly as the upstream
  * declares them (upstream-contract §4, schema order, which decides which error Ajv reports
- * first), the handler-level checks, and the policy that classifies its responses.
+ * first), the handler-level checks, and how it is cached: its freshness rules (src/cache/policy.ts), its
+ * reader, and whether its entries are per request or per transaction (shared by /tx/{id} and
+ * tx/multiple).
  */
 import { badRequest, internalError } from '../errors.js';
 import {
@@ -79,7 +81,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'address_stx_balance',
     path: '/extended/v1/address/:principal/stx',
     deprecated: true,
-    policy: 'principal_balance',
+    freshness: 'principal_balance',
+    reader: 'single',
+    entries: 'request',
     params: [principalParam('principal')],
     query: [unanchored, untilBlock],
     resolve: resolveBalance('stx'),
@@ -88,7 +92,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'mempool_fees',
     path: '/extended/v2/mempool/fees',
     deprecated: false,
-    policy: 'mempool',
+    freshness: 'mempool',
+    reader: 'single',
+    entries: 'request',
     params: [],
     query: [],
     resolve: () => request('/extended/v2/mempool/fees'),
@@ -97,7 +103,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'address_balances',
     path: '/extended/v1/address/:principal/balances',
     deprecated: true,
-    policy: 'principal_balance',
+    freshness: 'principal_balance',
+    reader: 'single',
+    entries: 'request',
     params: [principalParam('principal')],
     query: [unanchored, untilBlock],
     resolve: resolveBalance('balances'),
@@ -107,7 +115,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'tx_multiple',
     path: '/extended/v1/tx/multiple',
     deprecated: false,
-    policy: 'tx_multiple',
+    freshness: 'transaction_list',
+    reader: 'tx-list',
+    entries: 'transaction',
     params: [],
     query: [
       { name: 'tx_id', check: arrayOf(txId, { splitCommas: true }) },
@@ -130,7 +140,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'mempool_stats',
     path: '/extended/v1/tx/mempool/stats',
     deprecated: false,
-    policy: 'mempool',
+    freshness: 'mempool',
+    reader: 'single',
+    entries: 'request',
     params: [],
     query: [],
     resolve: () => request('/extended/v1/tx/mempool/stats'),
@@ -139,7 +151,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'tx_events',
     path: '/extended/v1/tx/events',
     deprecated: true,
-    policy: 'tx_events',
+    freshness: 'tx_events',
+    reader: 'single',
+    entries: 'request',
     params: [],
     query: [
       { name: 'tx_id', check: txId },
@@ -169,20 +183,24 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'tx_by_id',
     path: '/extended/v1/tx/:tx_id',
     deprecated: true,
-    policy: 'transaction',
+    freshness: 'transaction',
+    reader: 'single',
+    entries: 'transaction',
     params: [{ name: 'tx_id', check: txId }],
     query: [eventLimit, eventOffset, unanchored, excludeFunctionArgs],
     resolve: (v, { rawQuery }) => {
       const id = v.tx_id as string;
       if (!id.startsWith('0x')) return { kind: 'redirect', location: `/extended/v1/tx/0x${id}${rawQuery ? `?${rawQuery}` : ''}` };
-      return request(`/extended/v1/tx/${lowerHex(id)}`, { unanchored: v.unanchored === true });
+      return request(`/extended/v1/tx/${lowerHex(id)}`, { unanchored: v.unanchored === true, txId: lowerHex(id) });
     },
   },
   {
     id: 'block',
     path: '/extended/v2/blocks/:height_or_hash',
     deprecated: false,
-    policy: 'block',
+    freshness: 'block',
+    reader: 'single',
+    entries: 'request',
     params: [{ name: 'height_or_hash', check: heightOrHash }],
     query: [],
     resolve: (v) => {
@@ -201,7 +219,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'contract_events',
     path: '/extended/v1/contract/:contract_id/events',
     deprecated: true,
-    policy: 'chain_history',
+    freshness: 'chain_history',
+    reader: 'single',
+    entries: 'request',
     params: [{ name: 'contract_id', check: string }],
     query: [limit(CONTRACT_MAX_LIMIT), offset],
     resolve: (v) => {
@@ -214,7 +234,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'address_transactions',
     path: '/extended/v1/address/:principal/transactions',
     deprecated: true,
-    policy: 'address_history',
+    freshness: 'address_history',
+    reader: 'single',
+    entries: 'request',
     params: [principalParam('principal')],
     query: [
       limit(TX_MAX_LIMIT),
@@ -249,7 +271,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'address_transactions_v2',
     path: '/extended/v2/addresses/:address/transactions',
     deprecated: true,
-    policy: 'chain_history',
+    freshness: 'chain_history',
+    reader: 'single',
+    entries: 'request',
     params: [principalParam('address')],
     // limit=0 really means zero rows on this route.
     query: [limit(TX_MAX_LIMIT, false), offset, excludeFunctionArgs],
@@ -260,7 +284,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'block_by_burn_height',
     path: '/extended/v1/block/by_burn_block_height/:burn_block_height',
     deprecated: true,
-    policy: 'burn_block',
+    freshness: 'burn_block',
+    reader: 'single',
+    entries: 'request',
     params: [{ name: 'burn_block_height', check: integer({ min: 0 }) }],
     query: [],
     resolve: (v) => request(`/extended/v1/block/by_burn_block_height/${v.burn_block_height as number}`),
@@ -269,7 +295,9 @@ export const ROUTES: readonly RouteSpec[] = [
     id: 'tx_with_transfers',
     path: '/extended/v1/address/:principal/:tx_id/with_transfers',
     deprecated: true,
-    policy: 'tx_with_transfers',
+    freshness: 'tx_with_transfers',
+    reader: 'single',
+    entries: 'request',
     params: [principalParam('principal'), { name: 'tx_id', check: string }],
     query: [],
     resolve: (v) => {

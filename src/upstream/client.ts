@@ -1,15 +1,17 @@
 /**
  * The upstream client: one undici Pool per upstream, with connect, headers and body
- * timeouts, a body size cap, a circuit breaker, a bounded request queue, and lag awareness.
- * The only module that imports undici. `get` retries an idempotent request on the next
+ * timeouts, a body size cap and a bounded request queue. Which upstream to try, and what an
+ * attempt says about its health, is the health owner's business (health.ts): the client
+ * asks it and reports to it. The only module that imports undici. `get` retries an idempotent request on the next
  * usable upstream with backoff, within a total deadline. Statuses are returned, not
  * thrown (a 5xx counts as a failure for retries and the breaker); when every attempt
  * answered 5xx the last such answer is returned.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { CircuitBreaker, type BreakerState } from './breaker.js';
+import type { Clock } from '../clock.js';
 import { classifyTransportError, UpstreamError } from './errors.js';
+import type { HealthStatus, UpstreamHealth } from './health.js';
 import { QueueFullError, Semaphore } from './semaphore.js';
 
 export interface UpstreamSettings {
@@ -19,14 +21,11 @@ export interface UpstreamSettings {
   bodyTimeoutMs: number;
   maxBodyBytes: number;
   connectionsPerUpstream: number;
-  failureThreshold: number;
-  cooldownMs: number;
   maxAttempts: number;
   retryBackoffMs: number;
   requestDeadlineMs: number;
   maxConcurrent: number;
   maxQueue: number;
-  maxLagBlocks: number;
 }
 
 export interface UpstreamResponse {
@@ -40,8 +39,6 @@ export interface UpstreamObserver {
   onResponse?(upstream: string, route: string, status: number, seconds: number): void;
   onError?(upstream: string, route: string, error: UpstreamError, seconds: number): void;
   onRetry?(route: string, upstream: string, reason: string): void;
-  onBreaker?(upstream: string, state: BreakerState): void;
-  onLag?(upstream: string, lagging: boolean, lagBlocks: number): void;
 }
 
 export interface UpstreamRequest {
@@ -53,12 +50,8 @@ export interface UpstreamRequest {
   validate?: (response: UpstreamResponse) => void;
 }
 
-export interface UpstreamStatus {
-  origin: string;
-  breaker: BreakerState;
-  tipHeight?: number;
-  lagBlocks?: number;
-  usable: boolean;
+/** Health (from the health owner) and load (from the client's queues) of one upstream. */
+export interface UpstreamStatus extends HealthStatus {
   inFlight: number;
   queued: number;
 }
@@ -66,10 +59,7 @@ export interface UpstreamStatus {
 interface Upstream {
   origin: string;
   pool: Pool;
-  breaker: CircuitBreaker;
   gate: Semaphore;
-  tipHeight?: number;
-  lagging: boolean;
 }
 
 function flattenHeaders(raw: Record<string, string | string[] | undefined>): Record<string, string> {
@@ -84,14 +74,15 @@ function flattenHeaders(raw: Record<string, string | string[] | undefined>): Rec
 const backoffMs = (base: number, retry: number): number => base * 2 ** (retry - 1) * (0.5 + Math.random());
 
 export class UpstreamClient {
-  private readonly upstreams: Upstream[];
+  private readonly upstreams = new Map<string, Upstream>();
 
   constructor(
     private readonly settings: UpstreamSettings,
+    private readonly health: UpstreamHealth,
+    private readonly clock: Clock,
     private readonly observer: UpstreamObserver = {},
-    private readonly now: () => number = Date.now,
   ) {
-    this.upstreams = settings.urls.map((url) => {
+    for (const url of settings.urls) {
       const origin = new URL(url).origin;
       const pool = new Pool(origin, {
         connections: settings.connectionsPerUpstream,
@@ -100,76 +91,42 @@ export class UpstreamClient {
         bodyTimeout: settings.bodyTimeoutMs,
         maxResponseSize: settings.maxBodyBytes,
       });
-      return {
-        origin,
-        pool,
-        breaker: new CircuitBreaker(settings),
-        gate: new Semaphore(settings.maxConcurrent, settings.maxQueue),
-        lagging: false,
-      };
-    });
+      this.upstreams.set(origin, { origin, pool, gate: new Semaphore(settings.maxConcurrent, settings.maxQueue) });
+    }
   }
 
   get origins(): string[] {
-    return this.upstreams.map((u) => u.origin);
+    return [...this.upstreams.keys()];
   }
 
-  /** Per-upstream health, for /ready, metrics and logs. */
+  /** Per-upstream health and load, for /ready, metrics and logs. */
   status(): UpstreamStatus[] {
-    const now = this.now();
-    return this.upstreams.map((u) => ({
-      origin: u.origin,
-      breaker: u.breaker.state(now),
-      tipHeight: u.tipHeight,
-      lagBlocks: this.lagOf(u),
-      usable: u.breaker.state(now) !== 'open' && !u.lagging,
-      inFlight: u.gate.inFlight,
-      queued: u.gate.queued,
-    }));
-  }
-
-  /** The upstream a passthrough request should use: the first usable one, else the first. */
-  preferredOrigin(): string {
-    const now = this.now();
-    const usable = this.upstreams.find((u) => u.breaker.state(now) !== 'open' && !u.lagging) ?? this.upstreams[0];
-    if (!usable) throw new Error('no upstream configured');
-    return usable.origin;
-  }
-
-  /** The tracker reports each upstream's tip height; an upstream too far behind is not read from. */
-  reportTip(origin: string, height: number): void {
-    const upstream = this.upstreams.find((u) => u.origin === origin);
-    if (!upstream) return;
-    upstream.tipHeight = height;
-    for (const u of this.upstreams) {
-      const lag = this.lagOf(u);
-      const lagging = lag !== undefined && lag > this.settings.maxLagBlocks;
-      if (lagging !== u.lagging) {
-        u.lagging = lagging;
-        this.observer.onLag?.(u.origin, lagging, lag ?? 0);
-      }
-    }
+    return this.health.status().map((h) => {
+      const gate = this.upstreams.get(h.origin)?.gate;
+      return { ...h, inFlight: gate?.inFlight ?? 0, queued: gate?.queued ?? 0 };
+    });
   }
 
   /** An idempotent GET with failover and retries (see the module comment). */
   async get(request: UpstreamRequest): Promise<UpstreamResponse> {
-    const deadline = this.now() + this.settings.requestDeadlineMs;
-    const tried = new Set<Upstream>();
+    const deadline = this.clock() + this.settings.requestDeadlineMs;
+    const tried = new Set<string>();
     let lastError: UpstreamError | undefined;
     let lastServerError: UpstreamResponse | undefined;
     for (let attempt = 0; attempt < this.settings.maxAttempts; attempt++) {
-      const upstream = this.pick(tried);
+      const origin = this.health.acquire(tried);
+      const upstream = origin === undefined ? undefined : this.upstreams.get(origin);
       if (!upstream) break;
       if (attempt > 0) {
         const pause = backoffMs(this.settings.retryBackoffMs, attempt);
-        if (this.now() + pause >= deadline) {
-          upstream.breaker.release();
+        if (this.clock() + pause >= deadline) {
+          this.health.release(upstream.origin);
           break;
         }
         this.observer.onRetry?.(request.route, upstream.origin, lastError?.kind ?? '5xx');
         await sleep(pause);
       }
-      tried.add(upstream);
+      tried.add(upstream.origin);
       try {
         const response = await this.send(upstream, request, deadline);
         if (response.status < 500) return response;
@@ -189,38 +146,13 @@ export class UpstreamClient {
    * poll count as the half-open trial.
    */
   async getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse> {
-    const upstream = this.upstreams.find((u) => u.origin === origin);
+    const upstream = this.upstreams.get(origin);
     if (!upstream) throw new UpstreamError('connect', origin, `unknown upstream ${origin}`);
-    return this.send(upstream, request, this.now() + this.settings.requestDeadlineMs, { healthCheck: true });
+    return this.send(upstream, request, this.clock() + this.settings.requestDeadlineMs, { healthCheck: true });
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.upstreams.map((u) => u.pool.close().catch(() => u.pool.destroy())));
-  }
-
-  private lagOf(upstream: Upstream): number | undefined {
-    if (upstream.tipHeight === undefined) return undefined;
-    const now = this.now();
-    // Best tip among upstreams that are not failing: a dead leader must not make the rest "lag".
-    const heights = this.upstreams
-      .filter((u) => u.breaker.state(now) !== 'open' && u.tipHeight !== undefined)
-      .map((u) => u.tipHeight as number);
-    return heights.length === 0 ? 0 : Math.max(...heights) - upstream.tipHeight;
-  }
-
-  /**
-   * The usable upstream to try next: ones not tried yet first, then those at the best tip
-   * (an answer from one a block behind would be stored as current), then configured order.
-   * Lagging upstreams only when nothing else is left: old data beats none.
-   */
-  private pick(tried: Set<Upstream>): Upstream | undefined {
-    const now = this.now();
-    const rank = (u: Upstream): number => (tried.has(u) ? 2 : 0) + (u.lagging ? 4 : 0) + ((this.lagOf(u) ?? 0) > 0 ? 1 : 0);
-    const order = this.upstreams.map((u, index) => ({ u, index })).sort((a, b) => rank(a.u) - rank(b.u) || a.index - b.index);
-    for (const { u } of order) {
-      if (u.breaker.tryAcquire(now)) return u;
-    }
-    return undefined;
+    await Promise.all([...this.upstreams.values()].map((u) => u.pool.close().catch(() => u.pool.destroy())));
   }
 
   private async send(
@@ -232,9 +164,9 @@ export class UpstreamClient {
     let release: () => void = () => undefined;
     if (!options.healthCheck) {
       try {
-        release = await upstream.gate.acquire(deadline - this.now());
+        release = await upstream.gate.acquire(deadline - this.clock());
       } catch (error) {
-        upstream.breaker.release(); // a full queue says nothing about the upstream's health
+        this.health.release(upstream.origin); // a full queue says nothing about the upstream's health
         if (error instanceof QueueFullError) throw new UpstreamError('overloaded', upstream.origin, `${error.message} (${upstream.origin})`);
         throw error;
       }
@@ -246,30 +178,22 @@ export class UpstreamClient {
         method: 'GET',
         path: request.path,
         headers: { accept: 'application/json', ...request.headers },
-        signal: AbortSignal.timeout(Math.max(1, deadline - this.now())),
+        signal: AbortSignal.timeout(Math.max(1, deadline - this.clock())),
       });
       const body = Buffer.from(await response.body.arrayBuffer());
       const answer = { upstream: upstream.origin, status: response.statusCode, headers: flattenHeaders(response.headers), body };
       request.validate?.(answer);
       this.observer.onResponse?.(upstream.origin, request.route, response.statusCode, seconds());
-      if (response.statusCode >= 500) this.recordFailure(upstream);
-      else if (!options.healthCheck || upstream.breaker.state(this.now()) !== 'open') this.recordSuccess(upstream);
+      if (response.statusCode >= 500) this.health.recordFailure(upstream.origin);
+      else this.health.recordSuccess(upstream.origin, options);
       return answer;
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);
-      this.recordFailure(upstream);
+      this.health.recordFailure(upstream.origin);
       this.observer.onError?.(upstream.origin, request.route, failure, seconds());
       throw failure;
     } finally {
       release();
     }
-  }
-
-  private recordSuccess(upstream: Upstream): void {
-    if (upstream.breaker.onSuccess()) this.observer.onBreaker?.(upstream.origin, 'closed');
-  }
-
-  private recordFailure(upstream: Upstream): void {
-    if (upstream.breaker.onFailure(this.now())) this.observer.onBreaker?.(upstream.origin, 'open');
   }
 }

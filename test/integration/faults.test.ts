@@ -10,6 +10,7 @@ import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw } from '../support/http.js';
+import { routeKey } from '../../src/cache/key.js';
 
 /** Short timeouts so that hangs and cool-downs resolve quickly. */
 const FAST = {
@@ -273,7 +274,7 @@ describe('more faults', () => {
     const upstream = await upstreamFake();
     const proxy = await proxyFor([upstream], { redisUrl: redis.url, overrides: { cache: { sharedSingleFlight: { waitMs: 5_000 } } } });
     // The key the proxy uses for this request, and a lock nobody will release.
-    const key = 'scp:v1:block:/extended/v2/blocks/8';
+    const key = routeKey('scp', 'block', '/extended/v2/blocks/8');
     execFileSync('redis-cli', ['-p', String(redis.port), 'SET', `${key}:lock`, 'crashed-holder', 'PX', '300']);
     upstream.resetCounts();
     const response = await fetchRaw(`${proxy.url}/extended/v2/blocks/8`);

@@ -4,7 +4,7 @@
  * turn the upstream request into a different path (DESIGN §5).
  */
 import { describe, expect, it } from 'vitest';
-import { KEY_SCHEMA_VERSION, routeKey, txListItemKey } from '../../src/cache/key.js';
+import { KEY_SCHEMA_VERSION, routeKey, transactionKey } from '../../src/cache/key.js';
 import { ROUTE_BY_ID } from '../../src/routes/route-table.js';
 import type { RouteId, RouteSpec } from '../../src/routes/route-spec.js';
 import { validateRequest, type CanonicalRequest } from '../../src/routes/validate.js';
@@ -46,10 +46,10 @@ describe('key format', () => {
     expect(routeKey('a', 'tx_by_id', path)).not.toBe(routeKey('b', 'tx_by_id', path));
   });
 
-  it('lower-cases tx/multiple item keys and appends the item query', () => {
-    expect(txListItemKey(PREFIX, `0x${TX.toUpperCase()}`, '')).toBe(txListItemKey(PREFIX, `0x${TX}`, ''));
-    expect(txListItemKey(PREFIX, `0x${TX}`, 'event_limit=5')).toBe(`scp:v${KEY_SCHEMA_VERSION}:tx_multiple_item:0x${TX}?event_limit=5`);
-    expect(txListItemKey(PREFIX, `0x${TX}`, 'event_limit=5')).not.toBe(txListItemKey(PREFIX, `0x${TX}`, ''));
+  it('lower-cases per-transaction keys and appends the query', () => {
+    expect(transactionKey(PREFIX, `0x${TX.toUpperCase()}`, '')).toBe(transactionKey(PREFIX, `0x${TX}`, ''));
+    expect(transactionKey(PREFIX, `0x${TX}`, 'event_limit=5')).toBe(`scp:v${KEY_SCHEMA_VERSION}:tx:0x${TX}?event_limit=5`);
+    expect(transactionKey(PREFIX, `0x${TX}`, 'event_limit=5')).not.toBe(transactionKey(PREFIX, `0x${TX}`, ''));
   });
 });
 

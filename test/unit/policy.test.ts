@@ -15,7 +15,7 @@ import {
   type ReorgRecord,
   type TtlSettings,
 } from '../../src/cache/policy.js';
-import type { PolicyKind, RequestFacts } from '../../src/routes/route-spec.js';
+import type { FreshnessRules, RequestFacts } from '../../src/routes/route-spec.js';
 import { RECORDED, recordingsMatching } from '../support/fixtures.js';
 
 const FINAL_BURN = 130;
@@ -41,9 +41,9 @@ interface Overrides {
   finalTxHeight?: number;
 }
 
-function classOf(policy: PolicyKind, o: Overrides = {}): ReturnType<typeof classify> {
+function classOf(freshness: FreshnessRules, o: Overrides = {}): ReturnType<typeof classify> {
   const input: ClassifyInput = {
-    policy,
+    freshness,
     facts: o.facts ?? {},
     status: o.status ?? 200,
     body: o.body ?? Buffer.from('{}'),
@@ -109,9 +109,12 @@ describe('classify: transactions', () => {
     expect(classOf('transaction', { status: 404, body })).toEqual({ cls: 'mempool' });
   });
 
-  it('classifies a tx/multiple item like a transaction', () => {
-    expect(classOf('tx_multiple', { body: json(minedTx(FINAL_BURN)) })).toEqual({ cls: 'final', height: 12 });
-    expect(classOf('tx_multiple', { body: json({ tx_status: 'pending' }) })).toEqual({ cls: 'mempool' });
+  it('classifies a whole tx/multiple answer by its least fresh member, not as one transaction', () => {
+    const found = (tx: Record<string, unknown>) => ({ found: true, result: tx });
+    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)) }) })).toEqual({ cls: 'final', height: 12 });
+    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': found(minedTx(FINAL_BURN + 1)) }) })).toEqual({ cls: 'tip' });
+    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': { found: false, result: { tx_id: '0x02' } } }) })).toEqual({ cls: 'mempool' });
+    expect(classOf('transaction_list', { body: json(minedTx(FINAL_BURN)) })).toBeUndefined();
   });
 
   it('classifies with_transfers by its tx member', () => {
@@ -149,7 +152,7 @@ describe('classify: recorded upstream answers', () => {
           : (tx.burn_block_height ?? Infinity) <= RECORDED.tipBurnHeight - 6
             ? { cls: 'final', height: tx.block_height }
             : { cls: 'tip' };
-      expect(classify({ policy: 'transaction', facts: {}, status: 200, body: Buffer.from(rec.body), chain }), rec.path).toEqual(expected);
+      expect(classify({ freshness: 'transaction', facts: {}, status: 200, body: Buffer.from(rec.body), chain }), rec.path).toEqual(expected);
       seen.add(expected.cls);
     }
     expect([...seen].sort()).toEqual(['final', 'mempool', 'tip']);
@@ -160,7 +163,7 @@ describe('classify: recorded upstream answers', () => {
     for (const rec of blocks) {
       const b = JSON.parse(rec.body) as { height: number; burn_block_height: number };
       const expected = b.burn_block_height <= RECORDED.tipBurnHeight - 6 ? { cls: 'final', height: b.height } : { cls: 'tip' };
-      expect(classify({ policy: 'block', facts: {}, status: 200, body: Buffer.from(rec.body), chain }), rec.path).toEqual(expected);
+      expect(classify({ freshness: 'block', facts: {}, status: 200, body: Buffer.from(rec.body), chain }), rec.path).toEqual(expected);
     }
   });
 });
@@ -189,12 +192,12 @@ describe('classify: blocks', () => {
 });
 
 describe('classify: never stored', () => {
-  const ALL: PolicyKind[] = [
+  const ALL: FreshnessRules[] = [
     'principal_balance',
     'mempool',
     'transaction',
     'block',
-    'tx_multiple',
+    'transaction_list',
     'tx_events',
     'chain_history',
     'address_history',
@@ -203,13 +206,13 @@ describe('classify: never stored', () => {
   ];
 
   it.each([400, 410, 500, 502, 503, 504, 302, 304])('status %i on every policy', (status) => {
-    for (const policy of ALL) {
-      expect(classOf(policy, { status, body: json(minedTx(1)) }), policy).toBeUndefined();
+    for (const freshness of ALL) {
+      expect(classOf(freshness, { status, body: json(minedTx(1)) }), freshness).toBeUndefined();
     }
   });
 
-  it.each(['mempool', 'tx_multiple', 'tx_events', 'chain_history'] as const)('a 404 on %s', (policy) => {
-    expect(classOf(policy, { status: 404 })).toBeUndefined();
+  it.each(['mempool', 'transaction_list', 'tx_events', 'chain_history'] as const)('a 404 on %s', (freshness) => {
+    expect(classOf(freshness, { status: 404 })).toBeUndefined();
   });
 });
 

@@ -1,16 +1,17 @@
 /**
  * Tracks the upstream's chain tip by polling `GET /extended` with If-None-Match (a 304 until
- * a block arrives), detects reorgs (a new tip that does not extend the old one) and learns
- * which Stacks height is final (anchored at least `burnConfirmations` burn blocks deep).
+ * a block arrives), detects reorgs (a new tip that does not extend the old one, fork-search.ts)
+ * and learns which Stacks height is final (finality.ts). Each upstream's tip goes to the
+ * upstream health owner, which decides from it which upstreams lag.
  */
-import type { ChainView, ReorgRecord } from '../cache/policy.js';
-import type { UpstreamClient } from './client.js';
+import type { Clock } from '../clock.js';
+import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
+import { FinalityWatermark } from './finality.js';
+import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
+import { ReorgLog } from './reorg-log.js';
+import type { ChainTip, ChainView, ReorgRecord } from './view.js';
 
-export interface ChainTip {
-  height: number;
-  indexBlockHash: string;
-  burnHeight: number;
-}
+export type { ChainTip } from './view.js';
 
 export interface ChainTipSettings {
   pollIntervalMs: number;
@@ -25,9 +26,16 @@ export interface ChainTipObserver {
   onError?(error: unknown): void;
 }
 
-// Enough history to find any fork point within reorgMaxWalk and bounded forever.
-const HISTORY_LIMIT = 512;
-const REORG_RECORDS_KEPT = 256;
+/** What the tracker needs of the upstreams: who they are, and one request to a named one. */
+export interface TipSource {
+  readonly origins: string[];
+  getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse>;
+}
+
+/** Where each upstream's tip height goes (the upstream health owner). */
+export interface TipReceiver {
+  reportTip(origin: string, height: number): void;
+}
 
 interface StatusBody {
   chain_tip?: { block_height?: number; index_block_hash?: string; burn_block_height?: number };
@@ -46,23 +54,24 @@ export class ChainTipTracker {
   private currentOrigin: string | undefined;
   /** Last tip and ETag each upstream sent, for If-None-Match. */
   private readonly perUpstream = new Map<string, { etag: string; tip: ChainTip }>();
-  private finalStacksHeight: number | undefined;
-  private finalityBurnHeight: number | undefined;
-  private readonly reorgs: ReorgRecord[] = [];
-  /** Index block hash of every tip seen, by height: the reference for fork search. */
-  private readonly seen = new Map<number, string>();
+  private readonly finality: FinalityWatermark;
+  private readonly reorgs = new ReorgLog();
+  /** The reference for fork search. */
+  private readonly history = new TipHistory();
   private snapshot: ChainView = { reorgs: [] };
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
-  private lastSuccessAt: number | undefined;
   private stopped = false;
 
   constructor(
-    private readonly upstream: UpstreamClient,
+    private readonly upstream: TipSource,
+    private readonly health: TipReceiver,
     private readonly settings: ChainTipSettings,
+    private readonly clock: Clock,
     private readonly observer: ChainTipObserver = {},
-    private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.finality = new FinalityWatermark(settings.burnConfirmations);
+  }
 
   get tip(): ChainTip | undefined {
     return this.current;
@@ -108,11 +117,11 @@ export class ChainTipTracker {
       if (answer && (!best || answer.tip.height > best.tip.height)) best = answer;
     }
     if (!best) throw new Error('no upstream answered the chain tip poll');
-    this.lastSuccessAt = this.now();
     if (this.isLaggingView(best)) return;
     if (best.tip.indexBlockHash !== this.current?.indexBlockHash) await this.advanceTo(best.tip, best.origin);
     this.currentOrigin = best.origin;
-    await this.refreshFinality(best.tip.burnHeight, best.origin);
+    const origin = best.origin;
+    await this.finality.advance(best.tip.burnHeight, (burnHeight) => this.stacksHeightAtBurn(burnHeight, origin));
     this.publish();
   }
 
@@ -124,7 +133,7 @@ export class ChainTipTracker {
   private isLaggingView(best: { origin: string; tip: ChainTip }): boolean {
     const current = this.current;
     if (!current || best.tip.height >= current.height) return false;
-    return best.origin !== this.currentOrigin || this.seen.get(best.tip.height) === best.tip.indexBlockHash;
+    return best.origin !== this.currentOrigin || this.history.at(best.tip.height) === best.tip.indexBlockHash;
   }
 
   /** One upstream's tip: a 304 repeats the last one it sent. Failures leave it out. */
@@ -146,53 +155,24 @@ export class ChainTipTracker {
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
     if (response.headers.etag) this.perUpstream.set(origin, { etag: response.headers.etag, tip: parsed });
-    this.upstream.reportTip(origin, parsed.height);
+    this.health.reportTip(origin, parsed.height);
     return { origin, tip: parsed };
   }
 
   private async advanceTo(next: ChainTip, origin: string): Promise<void> {
     const previous = this.current;
-    if (previous && !(await this.extends(previous, next, origin))) {
-      const forkHeight = await this.findForkHeight(Math.min(previous.height, next.height), origin);
-      const record = { at: this.now(), forkHeight };
-      this.reorgs.push(record);
-      this.foldOldReorgs();
-      for (const height of [...this.seen.keys()]) if (height > forkHeight) this.seen.delete(height);
-      // Finality learned on the old branch above the fork cannot be trusted.
-      if (this.finalStacksHeight !== undefined && this.finalStacksHeight > forkHeight) this.finalStacksHeight = forkHeight;
+    const hashAt = (height: number) => this.canonicalHashAt(height, origin);
+    if (previous && !(await extendsTip(previous, next.height, hashAt))) {
+      const forkHeight = await findForkHeight(Math.min(previous.height, next.height), this.settings.reorgMaxWalk, this.history, hashAt);
+      const record = { at: this.clock(), forkHeight };
+      this.reorgs.add(record);
+      this.history.forgetAbove(forkHeight);
+      this.finality.lowerTo(forkHeight);
       this.observer.onReorg?.(record, previous, next);
     }
     this.current = next;
-    this.seen.set(next.height, next.indexBlockHash);
-    if (this.seen.size > HISTORY_LIMIT) this.seen.delete(Math.min(...this.seen.keys()));
+    this.history.remember(next.height, next.indexBlockHash);
     this.observer.onTip?.(next);
-  }
-
-  /**
-   * Keeps the reorg list bounded without forgetting: the two oldest records merge into one
-   * that is at least as strict (latest time, lowest fork), so nothing they purged comes back.
-   */
-  private foldOldReorgs(): void {
-    while (this.reorgs.length > REORG_RECORDS_KEPT) {
-      const [first, second] = this.reorgs.splice(0, 2) as [ReorgRecord, ReorgRecord];
-      this.reorgs.unshift({ at: Math.max(first.at, second.at), forkHeight: Math.min(first.forkHeight, second.forkHeight) });
-    }
-  }
-
-  /** The new tip extends the old one when the old tip is still the canonical block at its height. */
-  private async extends(previous: ChainTip, next: ChainTip, origin: string): Promise<boolean> {
-    if (next.height <= previous.height) return false;
-    return (await this.canonicalHashAt(previous.height, origin)) === previous.indexBlockHash;
-  }
-
-  private async findForkHeight(start: number, origin: string): Promise<number> {
-    const lowest = Math.max(0, start - this.settings.reorgMaxWalk);
-    for (let height = start; height > lowest; height--) {
-      const remembered = this.seen.get(height);
-      if (remembered === undefined) continue;
-      if ((await this.canonicalHashAt(height, origin)) === remembered) return height;
-    }
-    return lowest;
   }
 
   private async canonicalHashAt(height: number, origin: string): Promise<string | undefined> {
@@ -201,17 +181,11 @@ export class ChainTipTracker {
     return parseJson<{ index_block_hash?: string }>(response.body)?.index_block_hash;
   }
 
-  /** The highest Stacks block in the burn block `burnConfirmations` deep is the final watermark. */
-  private async refreshFinality(burnHeight: number, origin: string): Promise<void> {
-    const target = burnHeight - this.settings.burnConfirmations;
-    if (target < 0 || target === this.finalityBurnHeight) return;
-    const response = await this.upstream.getFrom(origin, { path: `/extended/v1/block/by_burn_block_height/${target}`, route: 'chain_tip' });
-    if (response.status === 200) {
-      const block = parseJson<{ height?: number; canonical?: boolean }>(response.body);
-      if (typeof block?.height === 'number' && block.canonical !== false) this.finalStacksHeight = block.height;
-    }
-    // A burn block without Stacks blocks (404) keeps the previous watermark, which is still final.
-    this.finalityBurnHeight = target;
+  private async stacksHeightAtBurn(burnHeight: number, origin: string): Promise<number | undefined> {
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v1/block/by_burn_block_height/${burnHeight}`, route: 'chain_tip' });
+    if (response.status !== 200) return undefined;
+    const block = parseJson<{ height?: number; canonical?: boolean }>(response.body);
+    return typeof block?.height === 'number' && block.canonical !== false ? block.height : undefined;
   }
 
   private publish(): void {
@@ -220,9 +194,9 @@ export class ChainTipTracker {
       tipHash: tip?.indexBlockHash,
       tipHeight: tip?.height,
       burnHeight: tip?.burnHeight,
-      finalBurnHeight: tip ? tip.burnHeight - this.settings.burnConfirmations : undefined,
-      finalStacksHeight: this.finalStacksHeight,
-      reorgs: [...this.reorgs],
+      finalBurnHeight: tip ? this.finality.finalBurnHeight(tip.burnHeight) : undefined,
+      finalStacksHeight: this.finality.finalStacksHeight,
+      reorgs: this.reorgs.list(),
     };
   }
 }

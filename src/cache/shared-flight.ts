@@ -1,0 +1,64 @@
+/**
+ * Single-flight across instances, through a lock in the shared tier (Redis): the holder
+ * fetches and writes its answer to the shared tier BEFORE it releases the lock; the others
+ * poll the shared tier until that answer lands, the lock goes away, or `waitMs` passes, and
+ * then fetch themselves if they still need to. Without a lock (Redis down), everyone fetches.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Clock } from '../clock.js';
+import type { CacheEntry } from './entry.js';
+import type { CacheStore, SharedLock } from './store.js';
+
+export interface SharedFlightSettings {
+  lock: SharedLock;
+  lockTtlMs: number;
+  waitMs: number;
+}
+
+export interface SharedFlightObserver {
+  onSharedWait?(route: string, result: 'filled' | 'timeout'): void;
+}
+
+const SHARED_POLL_MS = 15;
+
+export type SharedFlightOutcome<T> = { kind: 'fetched'; value: T } | { kind: 'filled'; entry: CacheEntry };
+
+export class SharedFlight {
+  constructor(
+    private readonly settings: SharedFlightSettings,
+    private readonly sharedTier: CacheStore,
+    private readonly clock: Clock,
+    private readonly observer: SharedFlightObserver = {},
+  ) {}
+
+  /**
+   * `fetch(mustLand)`: the holder passes true, and its fetch must not resolve before its entry is
+   * in the shared tier. `accept(entry)`: whether a peer's entry answers this request (fresh).
+   */
+  async run<T>(key: string, route: string, fetch: (mustLand: boolean) => Promise<T>, accept: (entry: CacheEntry) => boolean): Promise<SharedFlightOutcome<T>> {
+    const lockKey = `${key}:lock`;
+    const release = await this.settings.lock.acquire(lockKey, this.settings.lockTtlMs);
+    if (release === 'busy') {
+      const filled = await this.waitForPeer(key, lockKey, accept);
+      this.observer.onSharedWait?.(route, filled ? 'filled' : 'timeout');
+      if (filled) return { kind: 'filled', entry: filled };
+      return { kind: 'fetched', value: await fetch(false) };
+    }
+    try {
+      return { kind: 'fetched', value: await fetch(release !== undefined) };
+    } finally {
+      await release?.();
+    }
+  }
+
+  private async waitForPeer(key: string, lockKey: string, accept: (entry: CacheEntry) => boolean): Promise<CacheEntry | undefined> {
+    const deadline = this.clock() + this.settings.waitMs;
+    while (this.clock() < deadline) {
+      await sleep(SHARED_POLL_MS);
+      const entry = await this.sharedTier.get(key).catch(() => undefined);
+      if (entry && accept(entry)) return entry;
+      if (!(await this.settings.lock.isHeld(lockKey))) return undefined;
+    }
+    return undefined;
+  }
+}

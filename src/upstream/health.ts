@@ -1,0 +1,134 @@
+/**
+ * The one owner of upstream health: each upstream's circuit breaker, its last reported tip
+ * and whether it lags the best tip. The client asks it which upstream to try next and tells
+ * it how each attempt went; the chain tracker reports each upstream's tip; /ready and
+ * metrics read status(). Time comes from the injected clock.
+ */
+import type { Clock } from '../clock.js';
+import { CircuitBreaker, type BreakerSettings, type BreakerState } from './breaker.js';
+
+export interface HealthSettings extends BreakerSettings {
+  /** An upstream more than this many blocks behind the best tip is not read from. */
+  maxLagBlocks: number;
+}
+
+export interface HealthObserver {
+  onBreaker?(upstream: string, state: BreakerState): void;
+  onLag?(upstream: string, lagging: boolean, lagBlocks: number): void;
+}
+
+export interface HealthStatus {
+  origin: string;
+  breaker: BreakerState;
+  tipHeight?: number;
+  lagBlocks?: number;
+  usable: boolean;
+}
+
+interface Tracked {
+  origin: string;
+  breaker: CircuitBreaker;
+  tipHeight?: number;
+  lagging: boolean;
+}
+
+export class UpstreamHealth {
+  private readonly upstreams: Tracked[];
+
+  constructor(
+    origins: readonly string[],
+    private readonly settings: HealthSettings,
+    private readonly clock: Clock,
+    private readonly observer: HealthObserver = {},
+  ) {
+    this.upstreams = origins.map((origin) => ({ origin, breaker: new CircuitBreaker(settings), lagging: false }));
+  }
+
+  status(): HealthStatus[] {
+    const now = this.clock();
+    return this.upstreams.map((u) => ({
+      origin: u.origin,
+      breaker: u.breaker.state(now),
+      tipHeight: u.tipHeight,
+      lagBlocks: this.lagOf(u, now),
+      usable: this.isUsable(u, now),
+    }));
+  }
+
+  /** The upstream a passthrough request should use: the first usable one, else the first. */
+  preferredOrigin(): string {
+    const now = this.clock();
+    const chosen = this.upstreams.find((u) => this.isUsable(u, now)) ?? this.upstreams[0];
+    if (!chosen) throw new Error('no upstream configured');
+    return chosen.origin;
+  }
+
+  /** The tracker reports each upstream's tip height; an upstream too far behind is not read from. */
+  reportTip(origin: string, height: number): void {
+    const upstream = this.find(origin);
+    if (!upstream) return;
+    upstream.tipHeight = height;
+    const now = this.clock();
+    for (const u of this.upstreams) {
+      const lag = this.lagOf(u, now);
+      const lagging = lag !== undefined && lag > this.settings.maxLagBlocks;
+      if (lagging !== u.lagging) {
+        u.lagging = lagging;
+        this.observer.onLag?.(u.origin, lagging, lag ?? 0);
+      }
+    }
+  }
+
+  /**
+   * The usable upstream to try next, its breaker slot taken: ones not tried yet first, then
+   * those at the best tip (an answer from one a block behind would be stored as current), then
+   * configured order. Lagging upstreams only when nothing else is left: old data beats none.
+   */
+  acquire(tried: ReadonlySet<string>): string | undefined {
+    const now = this.clock();
+    const rank = (u: Tracked): number => (tried.has(u.origin) ? 2 : 0) + (u.lagging ? 4 : 0) + ((this.lagOf(u, now) ?? 0) > 0 ? 1 : 0);
+    const order = this.upstreams.map((u, index) => ({ u, index })).sort((a, b) => rank(a.u) - rank(b.u) || a.index - b.index);
+    for (const { u } of order) {
+      if (u.breaker.tryAcquire(now)) return u.origin;
+    }
+    return undefined;
+  }
+
+  /** The acquired slot was not used (the request never left): frees a half-open trial. */
+  release(origin: string): void {
+    this.find(origin)?.breaker.release();
+  }
+
+  /**
+   * A health check (the tip poll) that succeeds while the breaker is open does not close it:
+   * only after the cool-down does a good poll count as the half-open trial.
+   */
+  recordSuccess(origin: string, options: { healthCheck?: boolean } = {}): void {
+    const upstream = this.find(origin);
+    if (!upstream) return;
+    if (options.healthCheck && upstream.breaker.state(this.clock()) === 'open') return;
+    if (upstream.breaker.onSuccess()) this.observer.onBreaker?.(origin, 'closed');
+  }
+
+  recordFailure(origin: string): void {
+    const upstream = this.find(origin);
+    if (upstream?.breaker.onFailure(this.clock())) this.observer.onBreaker?.(origin, 'open');
+  }
+
+  private find(origin: string): Tracked | undefined {
+    return this.upstreams.find((u) => u.origin === origin);
+  }
+
+  private isUsable(u: Tracked, now: number): boolean {
+    return u.breaker.state(now) !== 'open' && !u.lagging;
+  }
+
+  private lagOf(upstream: Tracked, now: number): number | undefined {
+    if (upstream.tipHeight === undefined) return undefined;
+    // Best tip among upstreams that are not failing: a dead leader must not make the rest "lag".
+    const heights = this.upstreams
+      .filter((u) => u.breaker.state(now) !== 'open' && u.tipHeight !== undefined)
+      .map((u) => u.tipHeight as number);
+    return heights.length === 0 ? 0 : Math.max(...heights) - upstream.tipHeight;
+  }
+}
