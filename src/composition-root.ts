@@ -6,7 +6,8 @@
 import type { Server } from 'node:http';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { createTelemetry, type ProxyTelemetry } from './telemetry/prometheus-telemetry.js';
+import type { Telemetry } from './telemetry/telemetry.js';
 import { MemoryStore } from './cache/memory-store.js';
 import { RedisStore } from './cache/redis-store.js';
 import { TieredStore } from './cache/tiered-store.js';
@@ -14,7 +15,6 @@ import { retentionMs, type TtlSettings } from './cache/policy.js';
 import { ReadThrough } from './cache/read-through.js';
 import { SharedFlight } from './cache/shared-flight.js';
 import { TxListReader } from './cache/tx-list.js';
-import type { Tier } from './cache/store.js';
 import { ChainTipTracker } from './chain/tracker.js';
 import { systemClock, type Clock } from './clock.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -30,7 +30,7 @@ export interface ProxyServer {
   url: string;
   port: number;
   server: Server;
-  metrics: Metrics;
+  telemetry: ProxyTelemetry;
   tracker: ChainTipTracker;
   store: TieredStore;
   upstream: UpstreamClient;
@@ -47,150 +47,52 @@ export interface StartOptions {
   defaultMetrics?: boolean;
 }
 
-function createStores(config: Config, metrics: Metrics, logger: Logger, ttl: TtlSettings, clock: Clock) {
-  const storeObserver = {
-    onEviction: (tier: Tier) => metrics.cacheEvictions.inc({ tier }),
-    onCommand: (command: string, seconds: number) => metrics.redisCommandDuration.observe({ command }, seconds),
-    onDecodeFailure: (tier: Tier) => metrics.cacheLookups.inc({ tier, class: 'unknown', result: 'error' }),
-    onError: (_tier: Tier, operation: string, error: unknown) => logger.debug({ err: (error as Error).message, operation }, 'redis error'),
-  };
+function createStores(config: Config, telemetry: Telemetry, ttl: TtlSettings, clock: Clock) {
   const memory = new MemoryStore({
     maxBytes: config.redis.url ? config.cache.memory.maxBytesWithRedis : config.cache.memory.maxBytes,
     maxEntryBytes: config.cache.memory.maxEntryBytes,
     now: clock,
-    observer: storeObserver,
+    telemetry,
   });
-  let redis: RedisStore | undefined;
-  if (config.redis.url) {
-    metrics.redisUp.set(0);
-    let wasUp: boolean | undefined;
-    redis = new RedisStore({
-      url: config.redis.url,
-      commandTimeoutMs: config.redis.commandTimeoutMs,
-      observer: storeObserver,
-      onStatus: (up) => {
-        metrics.redisUp.set(up ? 1 : 0);
-        if (up !== wasUp) logger[up ? 'info' : 'warn']({ up }, up ? 'redis connected' : 'redis unavailable: serving from memory and upstream');
-        wasUp = up;
-      },
-    });
-  }
-  const store = new TieredStore(memory, redis, (entry) => retentionMs(entry.cls, ttl), {
-    onLookup: (tier, cls, result) => metrics.cacheLookups.inc({ tier, class: cls, result }),
-    onError: (tier, operation, error) => logger.debug({ tier, operation, err: (error as Error).message }, 'cache tier error'),
-  });
+  const redis = config.redis.url
+    ? new RedisStore({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, telemetry })
+    : undefined;
+  const store = new TieredStore(memory, redis, (entry) => retentionMs(entry.cls, ttl), telemetry);
   return { store, redis };
 }
 
-function createUpstream(config: Config, metrics: Metrics, logger: Logger, clock: Clock): { upstream: UpstreamClient; health: UpstreamHealth } {
+function createUpstream(config: Config, telemetry: Telemetry, clock: Clock): { upstream: UpstreamClient; health: UpstreamHealth } {
   const origins = config.upstream.urls.map((url) => new URL(url).origin);
-  const health = new UpstreamHealth(origins, config.upstream, clock, {
-    onBreaker: (upstream, state) => {
-      metrics.upstreamBreakerOpen.set({ upstream }, state === 'open' ? 1 : 0);
-      logger.warn({ upstream, state }, state === 'open' ? 'upstream circuit breaker opened' : 'upstream circuit breaker closed');
-    },
-    onLag: (upstream, lagging, lagBlocks) => {
-      logger.warn({ upstream, lagging, lagBlocks }, lagging ? 'upstream lags the best tip: not read from' : 'upstream caught up');
-    },
-  });
-  const upstream = new UpstreamClient(config.upstream, health, clock, {
-    onResponse: (upstream, route, status, seconds) => {
-      metrics.upstreamRequests.inc({ upstream, route, status: String(status) });
-      metrics.upstreamDuration.observe({ upstream, route }, seconds);
-      if (status >= 500) metrics.upstreamErrors.inc({ upstream, kind: '5xx' });
-    },
-    onError: (upstream, route, error) => {
-      metrics.upstreamRequests.inc({ upstream, route, status: 'error' });
-      metrics.upstreamErrors.inc({ upstream, kind: error.kind });
-      logger.debug({ upstream, route, kind: error.kind, err: error.message }, 'upstream request failed');
-    },
-    onRetry: (route, upstream, reason) => {
-      metrics.upstreamRetries.inc({ route, reason });
-      logger.debug({ route, upstream, reason }, 'retrying upstream request');
-    },
-  });
+  const health = new UpstreamHealth(origins, config.upstream, clock, telemetry);
+  const upstream = new UpstreamClient(config.upstream, health, clock, telemetry);
   return { upstream, health };
-}
-
-/** Logs tip-poll failures once when they start and once when they stop, not every second. */
-function pollErrorLogger(logger: Logger) {
-  let failing = false;
-  return {
-    failed: (error: unknown) => {
-      if (!failing) logger.warn({ err: (error as Error).message }, 'chain tip poll failing');
-      else logger.debug({ err: (error as Error).message }, 'chain tip poll failed');
-      failing = true;
-    },
-    succeeded: () => {
-      if (failing) logger.info('chain tip poll recovered');
-      failing = false;
-    },
-  };
 }
 
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
   const now: Clock = options.now ?? systemClock;
-  // The collectors read components created below; they only run when metrics are read.
-  let tipChangedAt = now();
-  const metrics: Metrics = createMetrics({
+  const telemetry = createTelemetry({
+    logger,
+    redis: Boolean(config.redis.url),
     defaultMetrics: options.defaultMetrics,
-    collect: {
-      cache: () => collectCacheGauges(),
-      chainTip: () => metrics.chainTipAge.set((now() - tipChangedAt) / 1000),
-      upstreams: () => collectUpstreamGauges(),
-    },
+    now,
   });
   const ttl: TtlSettings = config.cache.ttl;
-  const { store, redis } = createStores(config, metrics, logger, ttl, now);
-  const { upstream, health } = createUpstream(config, metrics, logger, now);
+  const { store, redis } = createStores(config, telemetry, ttl, now);
+  const { upstream, health } = createUpstream(config, telemetry, now);
+  // State gauges are read from their owners once per scrape.
+  telemetry.watch({
+    cache: async () => ({ memory: { entries: store.memory.entryCount, bytes: store.memory.byteCount }, redis: await redis?.stats() }),
+    upstreams: () => upstream.status(),
+  });
 
-  const collectUpstreamGauges = (): void => {
-    for (const u of upstream.status()) {
-      metrics.upstreamUp.set({ upstream: u.origin }, u.usable ? 1 : 0);
-      metrics.upstreamBreakerOpen.set({ upstream: u.origin }, u.breaker === 'open' ? 1 : 0);
-      metrics.upstreamLagBlocks.set({ upstream: u.origin }, u.lagBlocks ?? 0);
-      metrics.upstreamInFlight.set({ upstream: u.origin, state: 'active' }, u.inFlight);
-      metrics.upstreamInFlight.set({ upstream: u.origin, state: 'queued' }, u.queued);
-    }
-  };
-  // Redis counts its own evictions (maxmemory policy); the counter follows its total.
-  let redisEvictionsSeen: number | undefined;
-  const collectCacheGauges = async (): Promise<void> => {
-    metrics.cacheEntries.set({ tier: 'memory' }, store.memory.entryCount);
-    metrics.cacheBytes.set({ tier: 'memory' }, store.memory.byteCount);
-    const shared = await redis?.stats();
-    if (!shared) return;
-    metrics.cacheEntries.set({ tier: 'redis' }, shared.keys);
-    if (Number.isFinite(shared.bytes)) metrics.cacheBytes.set({ tier: 'redis' }, shared.bytes);
-    if (Number.isFinite(shared.evictedKeys)) {
-      // The first reading is a baseline; a Redis restart resets its counter (delta < 0: skip).
-      const delta = redisEvictionsSeen === undefined ? 0 : shared.evictedKeys - redisEvictionsSeen;
-      metrics.cacheEvictions.inc({ tier: 'redis' }, Math.max(0, delta));
-      redisEvictionsSeen = shared.evictedKeys;
-    }
-  };
-
-  const pollLog = pollErrorLogger(logger);
   const tracker = new ChainTipTracker(
     upstream,
     health,
     { ...config.chainTip, burnConfirmations: config.finality.burnConfirmations },
     now,
-    {
-      onTip: (tip) => {
-        tipChangedAt = now();
-        pollLog.succeeded();
-        metrics.chainTipHeight.set(tip.height);
-        metrics.chainTipBurnHeight.set(tip.burnHeight);
-      },
-      onReorg: (record, from, to) => {
-        metrics.reorgs.inc();
-        logger.warn({ forkHeight: record.forkHeight, from, to }, 'chain reorg detected');
-      },
-      onError: (error) => pollLog.failed(error),
-    },
+    telemetry,
   );
 
   const chain = () => tracker.view();
@@ -200,10 +102,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
           { lock: redis, lockTtlMs: config.cache.sharedSingleFlight.lockTtlMs, waitMs: config.cache.sharedSingleFlight.waitMs },
           redis,
           now,
-          { onSharedWait: (route, result) => metrics.sharedFlightWaits.inc({ route, result }) },
+          telemetry,
         )
       : undefined;
-  const onJoin = (route: string) => metrics.singleflightJoined.inc({ route });
   const readThrough = new ReadThrough({
     store,
     upstream,
@@ -213,16 +114,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     keyPrefix: config.cache.keyPrefix,
     sharedFlight,
     clock: now,
-    observer: {
-      onJoin,
-      onRevalidation: (result) => metrics.revalidations.inc({ result }),
-      onStale: (route, reason, cls) => {
-        metrics.staleServed.inc({ route, reason });
-        // A stale entry is always in the memory tier by then (shared-tier reads are copied there).
-        metrics.cacheLookups.inc({ tier: 'memory', class: cls, result: 'stale' });
-      },
-      onReorgPurge: () => metrics.reorgPurged.inc(),
-    },
+    telemetry,
   });
   const txList = new TxListReader({
     store,
@@ -234,7 +126,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     // A found member is also the /tx/{id} answer, which carries the deprecation Warning when that route is deprecated.
     transactionHeaders: ROUTE_BY_ID.get('tx_by_id')?.deprecated ? { warning: UPSTREAM_DEPRECATION_WARNING } : {},
     readWhole: (route, request) => readThrough.read(route, request),
-    observer: { onJoin },
+    telemetry,
   });
 
   let shuttingDown = false;
@@ -251,21 +143,11 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         target: () => health.preferredOrigin(),
         websockets: config.passthrough.websockets,
         timeoutMs: config.server.requestTimeoutMs,
-        logger,
-        observer: {
-          onResponse: (origin, status, seconds) => {
-            metrics.upstreamRequests.inc({ upstream: origin, route: 'passthrough', status: String(status) });
-            metrics.upstreamDuration.observe({ upstream: origin, route: 'passthrough' }, seconds);
-          },
-          onError: (origin) => {
-            metrics.upstreamRequests.inc({ upstream: origin, route: 'passthrough', status: 'error' });
-            metrics.upstreamErrors.inc({ upstream: origin, kind: 'connect' });
-          },
-        },
+        telemetry,
       })
     : undefined;
 
-  const handleRequest = createRequestPipeline({ routes: ROUTES, readThrough, txList, now, logger, metrics, readiness, passthrough });
+  const handleRequest = createRequestPipeline({ routes: ROUTES, readThrough, txList, now, logger, telemetry, readiness, passthrough });
 
   await tracker.pollOnce();
   tracker.start();
@@ -288,5 +170,5 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     await upstream.close();
   };
 
-  return { url: http.url, port: http.port, server: http.server, metrics, tracker, store, upstream, health, close };
+  return { url: http.url, port: http.port, server: http.server, telemetry, tracker, store, upstream, health, close };
 }

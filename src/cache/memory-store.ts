@@ -4,7 +4,8 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import { entrySize, type CacheEntry } from './entry.js';
-import type { CacheStore, StoreObserver } from './store.js';
+import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
+import type { CacheStore } from './store.js';
 
 interface Slot {
   entry: CacheEntry;
@@ -18,7 +19,7 @@ export interface MemoryStoreOptions {
   maxEntryBytes: number;
   /** The composition root's clock; the system clock for tests that build a store alone. */
   now?: Clock;
-  observer?: StoreObserver;
+  telemetry?: Telemetry;
 }
 
 export class MemoryStore implements CacheStore {
@@ -85,7 +86,7 @@ export class MemoryStore implements CacheStore {
     for (const [key, slot] of this.slots) {
       if (this.bytes <= this.options.maxBytes) return;
       this.remove(key, slot);
-      this.options.observer?.onEviction?.('memory');
+      (this.options.telemetry ?? noopTelemetry).cacheEvicted('memory');
     }
   }
 

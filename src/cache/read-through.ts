@@ -13,12 +13,14 @@ import type { CanonicalRequest } from '../routes/validate.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import { UpstreamError } from '../upstream/errors.js';
 import { admit, confirm, passOn, type Admission, type PassedOn, type Snapshot } from './admit.js';
-import type { CacheEntry, FreshnessClass } from './entry.js';
+import type { CacheEntry } from './entry.js';
 import { entryKey, transactionKey } from './key.js';
-import { decide, evaluate, fallbackOf, isUsableWhenFailing, type Decision, type Refresh, type StaleSettings, type TtlSettings } from './policy.js';
+import { evaluate, fallbackOf, isUsableWhenFailing, type Refresh, type StaleSettings, type TtlSettings } from './policy.js';
 import type { SharedFlight } from './shared-flight.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
+import { CacheLookups, type Found } from './lookup.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 
 export type { PassedOn } from './admit.js';
 
@@ -33,21 +35,8 @@ export type ReadResult = (
   upstreamSeconds?: number;
 };
 
-export interface ReadObserver {
-  onJoin?(route: string): void;
-  onRevalidation?(result: 'not_modified' | 'modified'): void;
-  /** reason: the upstream failure kind, or `revalidating` for stale-while-revalidate. */
-  onStale?(route: string, reason: string, cls: FreshnessClass): void;
-  onReorgPurge?(): void;
-}
-
 /** The one memory lookup of a request and what the policy decided about it. */
-export interface Lookup {
-  key: string;
-  /** The entry memory held for this route, if any. */
-  held: CacheEntry | undefined;
-  decision: Decision;
-}
+export type Lookup = Found;
 
 export interface ReadThroughDeps {
   store: TieredStore;
@@ -59,48 +48,41 @@ export interface ReadThroughDeps {
   clock: Clock;
   /** Cross-instance single-flight (Redis); absent: per process only. */
   sharedFlight?: SharedFlight;
-  observer?: ReadObserver;
+  telemetry: Telemetry;
 }
 
 export class ReadThrough {
   private readonly flights = new SingleFlight<ReadResult>();
+  private readonly lookups: CacheLookups;
 
-  constructor(private readonly deps: ReadThroughDeps) {}
+  constructor(private readonly deps: ReadThroughDeps) {
+    this.lookups = new CacheLookups(deps);
+  }
 
   keyFor(route: RouteSpec, request: CanonicalRequest): string {
     return entryKey(this.deps.keyPrefix, route, request);
   }
 
-  /**
-   * The whole hit path: a synchronous memory lookup and a pure decision. A fresh entry is
-   * counted as a memory hit here; anything else is counted by `read`, which gets this lookup.
-   */
+  /** The whole hit path: a synchronous memory lookup and a pure decision (counted in lookup.ts). */
   lookup(key: string): Lookup {
-    const held = this.deps.store.peek(key);
-    const decision = decide(held, this.deps.clock(), this.deps.chain(), this.deps.ttl);
-    if (decision.action === 'fresh') this.deps.store.countLookup('memory', decision.entry.cls, 'hit');
-    return { key, held, decision };
+    return this.lookups.memory(key);
   }
 
   async read(route: RouteSpec, request: CanonicalRequest, first: Lookup = this.lookup(this.keyFor(route, request))): Promise<ReadResult> {
-    const { key, held } = first;
+    const { key } = first;
     let decision = first.decision;
     if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
-    if (held) {
-      // Served fresh is a hit; anything that needs the upstream a miss; a stale serve is counted where it happens.
-      if (decision.action !== 'serve-stale-and-refresh') this.deps.store.countLookup('memory', held.cls, 'miss');
-    } else {
-      this.deps.store.countLookup('memory', 'unknown', 'miss');
-      const shared = await this.deps.store.getShared(key);
-      if (shared) decision = decide(shared, this.deps.clock(), this.deps.chain(), this.deps.ttl);
+    if (!first.entry) {
+      const shared = await this.lookups.shared(key);
+      if (shared) decision = shared.decision;
       if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
     }
     if (decision.action === 'serve-stale-and-refresh') {
       this.refreshOnce(key, route, request, decision.refresh).catch(() => undefined); // the refresh's failure is the next request's concern
-      this.deps.observer?.onStale?.(route.id, 'revalidating', decision.entry.cls);
+      this.deps.telemetry.staleServed(route.id, 'revalidating');
       return { cacheStatus: 'STALE', entry: decision.entry };
     }
-    if (decision.action === 'refetch' && decision.purged) this.deps.observer?.onReorgPurge?.();
+    if (decision.action === 'refetch' && decision.purged) this.deps.telemetry.reorgPurged();
     return this.refreshOnce(key, route, request, decision);
   }
 
@@ -108,7 +90,7 @@ export class ReadThrough {
     return this.flights.run(
       key,
       () => this.fetchAcrossInstances(key, route, request, refresh),
-      () => this.deps.observer?.onJoin?.(route.id),
+      () => this.deps.telemetry.singleflightJoined(route.id),
     );
   }
 
@@ -162,7 +144,7 @@ export class ReadThrough {
     }
     if (refresh.action === 'revalidate') {
       const notModified = response.status === 304;
-      this.deps.observer?.onRevalidation?.(notModified ? 'not_modified' : 'modified');
+      this.deps.telemetry.revalidated(notModified ? 'not_modified' : 'modified');
       if (notModified) {
         const confirmed = confirm(refresh.entry, answerFacts);
         await this.write(key, confirmed, mustLand);
@@ -195,7 +177,7 @@ export class ReadThrough {
   private staleFallback(route: RouteSpec, fallback: CacheEntry | undefined, error: unknown): ReadResult | undefined {
     if (!fallback || !(error instanceof UpstreamError)) return undefined;
     if (!isUsableWhenFailing(fallback, this.deps.clock(), this.deps.chain(), this.deps.ttl, this.deps.stale)) return undefined;
-    this.deps.observer?.onStale?.(route.id, error.kind, fallback.cls);
+    this.deps.telemetry.staleServed(route.id, error.kind);
     return { cacheStatus: 'STALE', entry: fallback };
   }
 }

@@ -7,13 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { decodeEntry, encodeEntry, type CacheEntry } from './entry.js';
 import { parseRedisUrl } from './redis-url.js';
-import type { CacheStore, SharedLock, StoreObserver } from './store.js';
+import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
+import type { CacheStore, SharedLock } from './store.js';
 
 export interface RedisStoreOptions {
   url: string;
   commandTimeoutMs: number;
-  observer?: StoreObserver;
-  onStatus?(up: boolean): void;
+  telemetry?: Telemetry;
 }
 
 type Client = Redis | Cluster;
@@ -51,20 +51,23 @@ export class RedisStore implements CacheStore, SharedLock {
   readonly tier = 'redis' as const;
   private readonly client: Client;
 
+  private readonly telemetry: Telemetry;
+
   constructor(private readonly options: RedisStoreOptions) {
+    this.telemetry = options.telemetry ?? noopTelemetry;
     this.client = createRedisClient(options.url, options.commandTimeoutMs);
-    this.client.on('ready', () => options.onStatus?.(true));
-    this.client.on('end', () => options.onStatus?.(false));
-    this.client.on('close', () => options.onStatus?.(false));
+    this.client.on('ready', () => this.telemetry.redisStatusChanged(true));
+    this.client.on('end', () => this.telemetry.redisStatusChanged(false));
+    this.client.on('close', () => this.telemetry.redisStatusChanged(false));
     // Without a listener ioredis would print every reconnect failure as an unhandled error.
-    this.client.on('error', (error: unknown) => options.observer?.onError?.('redis', 'connection', error));
+    this.client.on('error', (error: unknown) => this.telemetry.storeError('redis', 'connection', error));
   }
 
   async get(key: string): Promise<CacheEntry | undefined> {
     const bytes = await this.timed('get', () => this.client.getBuffer(key));
     if (!bytes) return undefined;
     const entry = decodeEntry(bytes);
-    if (!entry) this.options.observer?.onDecodeFailure?.('redis');
+    if (!entry) this.telemetry.decodeFailed('redis');
     return entry;
   }
 
@@ -135,7 +138,7 @@ export class RedisStore implements CacheStore, SharedLock {
     try {
       return await run();
     } finally {
-      this.options.observer?.onCommand?.(command, Number(process.hrtime.bigint() - started) / 1e9);
+      this.telemetry.redisCommand(command, Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
 }

@@ -4,6 +4,7 @@
  * poll the shared tier until that answer lands, the lock goes away, or `waitMs` passes, and
  * then fetch themselves if they still need to. Without a lock (Redis down), everyone fetches.
  */
+import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../clock.js';
 import type { CacheEntry } from './entry.js';
@@ -15,10 +16,6 @@ export interface SharedFlightSettings {
   waitMs: number;
 }
 
-export interface SharedFlightObserver {
-  onSharedWait?(route: string, result: 'filled' | 'timeout'): void;
-}
-
 const SHARED_POLL_MS = 15;
 
 export type SharedFlightOutcome<T> = { kind: 'fetched'; value: T } | { kind: 'filled'; entry: CacheEntry };
@@ -28,7 +25,7 @@ export class SharedFlight {
     private readonly settings: SharedFlightSettings,
     private readonly sharedTier: CacheStore,
     private readonly clock: Clock,
-    private readonly observer: SharedFlightObserver = {},
+    private readonly telemetry: Telemetry = noopTelemetry,
   ) {}
 
   /**
@@ -40,7 +37,7 @@ export class SharedFlight {
     const release = await this.settings.lock.acquire(lockKey, this.settings.lockTtlMs);
     if (release === 'busy') {
       const filled = await this.waitForPeer(key, lockKey, accept);
-      this.observer.onSharedWait?.(route, filled ? 'filled' : 'timeout');
+      this.telemetry.sharedFlightWaited(route, filled ? 'filled' : 'timeout');
       if (filled) return { kind: 'filled', entry: filled };
       return { kind: 'fetched', value: await fetch(false) };
     }

@@ -15,14 +15,6 @@ export interface CacheStore {
   close(): Promise<void>;
 }
 
-/** Counters a store reports to metrics. */
-export interface StoreObserver {
-  onEviction?(tier: Tier): void;
-  onError?(tier: Tier, operation: string, error: unknown): void;
-  onDecodeFailure?(tier: Tier): void;
-  onCommand?(command: string, seconds: number): void;
-}
-
 /** A lock shared by instances (Redis), so one of them fetches a miss while the others wait. */
 export interface SharedLock {
   /** The release function when acquired, 'busy' when another holder has it, undefined when unavailable. */

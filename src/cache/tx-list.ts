@@ -16,7 +16,9 @@ import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import { admitList, bodyEtag, type ListAdmission, type Snapshot } from './admit.js';
 import type { CacheEntry } from './entry.js';
 import { listMemberKey, transactionKey } from './key.js';
-import { evaluate, weakest, type Classification, type TtlSettings } from './policy.js';
+import { weakest, type Classification, type TtlSettings } from './policy.js';
+import { CacheLookups } from './lookup.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 import type { ReadResult } from './read-through.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
@@ -70,13 +72,16 @@ export interface TxListDeps {
   transactionHeaders: Record<string, string>;
   /** Reads a list the upstream must answer whole, as one entry for the request (the single reader). */
   readWhole(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult>;
-  observer?: { onJoin?(route: string): void };
+  telemetry: Telemetry;
 }
 
 export class TxListReader {
   private readonly flights = new SingleFlight<Fetched>();
+  private readonly lookups: CacheLookups;
 
-  constructor(private readonly deps: TxListDeps) {}
+  constructor(private readonly deps: TxListDeps) {
+    this.lookups = new CacheLookups(deps, false);
+  }
 
   async read(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult> {
     const ids = [...new Set(request.values.tx_id as string[])];
@@ -107,23 +112,19 @@ export class TxListReader {
     return servesTransaction(entry) ? transactionKey(this.deps.keyPrefix, id, queryText) : listMemberKey(this.deps.keyPrefix, id, queryText);
   }
 
+  /**
+   * One lookup per id: the transaction's own entry (also what /tx/{id} stored), else a
+   * list-only member; memory first, then the shared tier. A /tx/{id} 404 is that route's own:
+   * a list member cannot repeat it byte for byte, so it is passed over.
+   */
   private async lookup(ids: string[], queryText: string): Promise<Map<string, CacheEntry>> {
-    const chain = this.deps.chain();
     const found = new Map<string, CacheEntry>();
-    const freshMember = async (key: string): Promise<CacheEntry | 'absent' | undefined> => {
-      const hit = await this.deps.store.get(key);
-      // A /tx/{id} 404 is that route's own: a list member cannot repeat it byte for byte.
-      if (!hit || !servesListMember(hit.entry)) return 'absent';
-      const fresh = evaluate(hit.entry, this.deps.clock(), chain, this.deps.ttl) === 'fresh';
-      if (hit.tier === 'memory') this.deps.store.countLookup('memory', hit.entry.cls, fresh ? 'hit' : 'miss');
-      return fresh ? hit.entry : undefined;
-    };
     await Promise.all(
       ids.map(async (id) => {
-        // The transaction's own entry first (also what /tx/{id} stored), then a list-only member.
-        let member = await freshMember(transactionKey(this.deps.keyPrefix, id, queryText));
-        if (member === 'absent') member = await freshMember(listMemberKey(this.deps.keyPrefix, id, queryText));
-        if (member !== undefined && member !== 'absent') found.set(id, member);
+        const keys = [transactionKey(this.deps.keyPrefix, id, queryText), listMemberKey(this.deps.keyPrefix, id, queryText)];
+        let member = this.lookups.memory(keys, servesListMember);
+        if (!member.entry) member = (await this.lookups.shared(keys, servesListMember)) ?? member;
+        if (member.decision.action === 'fresh') found.set(id, member.decision.entry);
       }),
     );
     return found;
@@ -132,7 +133,7 @@ export class TxListReader {
   /** One upstream request for the missing ids, shared by concurrent identical lists. */
   private fetchMissing(route: RouteSpec, missing: string[], queryText: string): Promise<Fetched> {
     const path = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}${queryText ? `&${queryText}` : ''}`;
-    return this.flights.run(path, () => this.fetch(route, path), () => this.deps.observer?.onJoin?.(route.id));
+    return this.flights.run(path, () => this.fetch(route, path), () => this.deps.telemetry.singleflightJoined(route.id));
   }
 
   private async fetch(route: RouteSpec, path: string): Promise<Fetched> {

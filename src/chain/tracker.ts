@@ -4,12 +4,13 @@
  * and learns which Stacks height is final (finality.ts). Each upstream's tip goes to the
  * upstream health owner, which decides from it which upstreams lag.
  */
+import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
 import { FinalityWatermark } from './finality.js';
 import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
 import { ReorgLog } from './reorg-log.js';
-import type { ChainTip, ChainView, ReorgRecord } from './view.js';
+import type { ChainTip, ChainView } from './view.js';
 
 export type { ChainTip } from './view.js';
 
@@ -18,12 +19,6 @@ export interface ChainTipSettings {
   burnConfirmations: number;
   /** How many blocks back a reorg's fork point is searched for before assuming the worst. */
   reorgMaxWalk: number;
-}
-
-export interface ChainTipObserver {
-  onTip?(tip: ChainTip): void;
-  onReorg?(record: ReorgRecord, from: ChainTip, to: ChainTip): void;
-  onError?(error: unknown): void;
 }
 
 /** What the tracker needs of the upstreams: who they are, and one request to a named one. */
@@ -68,7 +63,7 @@ export class ChainTipTracker {
     private readonly health: TipReceiver,
     private readonly settings: ChainTipSettings,
     private readonly clock: Clock,
-    private readonly observer: ChainTipObserver = {},
+    private readonly telemetry: Telemetry = noopTelemetry,
   ) {
     this.finality = new FinalityWatermark(settings.burnConfirmations);
   }
@@ -98,10 +93,10 @@ export class ChainTipTracker {
     await this.polling;
   }
 
-  /** One poll; concurrent calls share it. Never throws (errors go to the observer). */
+  /** One poll; concurrent calls share it. Never throws (errors go to telemetry). */
   pollOnce(): Promise<void> {
     this.polling ??= this.poll()
-      .catch((error: unknown) => this.observer.onError?.(error))
+      .catch((error: unknown) => this.telemetry.tipPollFailed(error))
       .finally(() => (this.polling = undefined));
     return this.polling;
   }
@@ -144,13 +139,13 @@ export class ChainTipTracker {
     try {
       response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers });
     } catch (error) {
-      this.observer.onError?.(error);
+      this.telemetry.tipPollFailed(error);
       return undefined;
     }
     if (response.status === 304 && known) return { origin, tip: known.tip };
     const tip = response.status === 200 ? parseJson<StatusBody>(response.body)?.chain_tip : undefined;
     if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
-      this.observer.onError?.(new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`));
+      this.telemetry.tipPollFailed(new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`));
       return undefined;
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
@@ -168,11 +163,11 @@ export class ChainTipTracker {
       this.reorgs.add(record);
       this.history.forgetAbove(forkHeight);
       this.finality.lowerTo(forkHeight);
-      this.observer.onReorg?.(record, previous, next);
+      this.telemetry.reorgDetected(record.forkHeight, previous, next);
     }
     this.current = next;
     this.history.remember(next.height, next.indexBlockHash);
-    this.observer.onTip?.(next);
+    this.telemetry.tipChanged(next);
   }
 
   private async canonicalHashAt(height: number, origin: string): Promise<string | undefined> {

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internalError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import type { ProxyTelemetry } from '../telemetry/prometheus-telemetry.js';
 import { requestIdOf } from './request-log.js';
 import { sendError } from './respond.js';
 
@@ -18,7 +18,7 @@ export interface Readiness {
 
 export interface OwnEndpointDeps {
   logger: Logger;
-  metrics: Metrics;
+  telemetry: ProxyTelemetry;
   readiness: () => Readiness;
 }
 
@@ -52,7 +52,7 @@ export function createOwnEndpoints(deps: OwnEndpointDeps) {
         return { status: readiness.ready ? 200 : 503, contentType: JSON_TYPE, body };
       },
     ],
-    ['/metrics', async () => ({ status: 200, contentType: deps.metrics.registry.contentType, body: await deps.metrics.registry.metrics() })],
+    ['/metrics', async () => ({ status: 200, contentType: deps.telemetry.contentType, body: await deps.telemetry.scrape() })],
   ]);
 
   return (req: IncomingMessage, res: ServerResponse): boolean => {

@@ -8,21 +8,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { failureReply } from '../errors.js';
-import type { Logger } from '../logger.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 import { sendError } from './respond.js';
-
-export interface PassthroughObserver {
-  onResponse?(upstream: string, status: number, seconds: number): void;
-  onError?(upstream: string): void;
-}
 
 export interface PassthroughOptions {
   /** The upstream to use for this request (the healthiest, chosen per request). */
   target: () => string;
   websockets: boolean;
   timeoutMs: number;
-  logger: Logger;
-  observer?: PassthroughObserver;
+  telemetry: Telemetry;
 }
 
 export interface Passthrough {
@@ -56,8 +50,7 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
         sentAt.set(req, { upstream, started: process.hrtime.bigint() });
       },
       error: (error, req, resOrSocket) => {
-        options.logger.warn({ err: error.message }, 'passthrough to upstream failed');
-        options.observer?.onError?.(sentAt.get(req)?.upstream ?? options.target());
+        options.telemetry.passthroughFailed(sentAt.get(req)?.upstream ?? options.target(), error);
         if ('writeHead' in resOrSocket) answerFailure(resOrSocket as ServerResponse);
         else (resOrSocket as Socket).destroy();
       },
@@ -66,7 +59,7 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
         const sent = sentAt.get(req);
         if (sent) {
           const seconds = Number(process.hrtime.bigint() - sent.started) / 1e9;
-          options.observer?.onResponse?.(sent.upstream, proxyRes.statusCode ?? 0, seconds);
+          options.telemetry.passthroughAnswered(sent.upstream, proxyRes.statusCode ?? 0, seconds);
         }
       },
     },

@@ -10,7 +10,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { routeNotFound } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import type { ProxyTelemetry } from '../telemetry/prometheus-telemetry.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { createOwnEndpoints, type Readiness } from './own-endpoints.js';
 import type { Passthrough } from './passthrough.js';
@@ -22,7 +22,7 @@ import { sendError } from './respond.js';
 export interface PipelineDeps extends ReadHandlerDeps {
   routes: readonly RouteSpec[];
   logger: Logger;
-  metrics: Metrics;
+  telemetry: ProxyTelemetry;
   readiness: () => Readiness;
   passthrough?: Passthrough;
 }

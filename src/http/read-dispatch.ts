@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badUrl, methodNotAllowed } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
 import { createRouteMatcher } from '../routes/route-matcher.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { createReadHandler, type ReadHandlerDeps } from './read-handler.js';
@@ -16,7 +16,7 @@ import { sendError } from './respond.js';
 const REFUSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export interface ReadDispatchDeps extends ReadHandlerDeps {
-  metrics: Metrics;
+  telemetry: Telemetry;
   logger: Logger;
 }
 

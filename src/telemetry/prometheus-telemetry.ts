@@ -3,6 +3,7 @@
  * per proxy and, for state changes (breaker, lag, Redis, tip poll, reorg), a log line.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { systemClock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { buildInfo, type BuildInfo } from './build-info.js';
 import { METRICS, REDIS_METRICS } from './catalogue.js';
@@ -67,7 +68,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   constructor(options: TelemetryOptions) {
     this.logger = options.logger;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? systemClock;
     this.tipChangedAt = this.now();
     const readState = () => this.state.read();
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -140,8 +141,9 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.evictions(tier).inc();
   }
 
+  // The lookup that read it counts a miss (cache/lookup.ts); this only says why.
   decodeFailed(tier: Tier): void {
-    this.lookups(tier, 'unknown', 'error').inc();
+    this.logger.debug({ tier }, 'cache entry in an unknown format: treated as a miss');
   }
 
   storeError(tier: Tier, operation: string, error: unknown): void {

@@ -38,7 +38,7 @@ export interface Telemetry {
   /** Once per client lookup, in the tier that answered it (or missed). */
   cacheLookup(tier: Tier, cls: string, result: LookupResult): void;
   cacheEvicted(tier: Tier): void;
-  /** A stored entry could not be decoded (another version wrote it): counted as a lookup error. */
+  /** A stored entry could not be decoded (another version wrote it): logged; its lookup counts a miss. */
   decodeFailed(tier: Tier): void;
   storeError(tier: Tier, operation: string, error: unknown): void;
   redisCommand(command: string, seconds: number): void;

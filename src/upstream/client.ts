@@ -7,6 +7,7 @@
  * thrown (a 5xx counts as a failure for retries and the breaker); when every attempt
  * answered 5xx the last such answer is returned.
  */
+import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import type { Clock } from '../clock.js';
@@ -33,12 +34,6 @@ export interface UpstreamResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
-}
-
-export interface UpstreamObserver {
-  onResponse?(upstream: string, route: string, status: number, seconds: number): void;
-  onError?(upstream: string, route: string, error: UpstreamError, seconds: number): void;
-  onRetry?(route: string, upstream: string, reason: string): void;
 }
 
 export interface UpstreamRequest {
@@ -80,7 +75,7 @@ export class UpstreamClient {
     private readonly settings: UpstreamSettings,
     private readonly health: UpstreamHealth,
     private readonly clock: Clock,
-    private readonly observer: UpstreamObserver = {},
+    private readonly telemetry: Telemetry = noopTelemetry,
   ) {
     for (const url of settings.urls) {
       const origin = new URL(url).origin;
@@ -123,7 +118,7 @@ export class UpstreamClient {
           this.health.release(upstream.origin);
           break;
         }
-        this.observer.onRetry?.(request.route, upstream.origin, lastError?.kind ?? '5xx');
+        this.telemetry.upstreamRetried(upstream.origin, request.route, lastError?.kind ?? '5xx');
         await sleep(pause);
       }
       tried.add(upstream.origin);
@@ -183,14 +178,14 @@ export class UpstreamClient {
       const body = Buffer.from(await response.body.arrayBuffer());
       const answer = { upstream: upstream.origin, status: response.statusCode, headers: flattenHeaders(response.headers), body };
       request.validate?.(answer);
-      this.observer.onResponse?.(upstream.origin, request.route, response.statusCode, seconds());
+      this.telemetry.upstreamAnswered(upstream.origin, request.route, response.statusCode, seconds());
       if (response.statusCode >= 500) this.health.recordFailure(upstream.origin);
       else this.health.recordSuccess(upstream.origin, options);
       return answer;
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);
       this.health.recordFailure(upstream.origin);
-      this.observer.onError?.(upstream.origin, request.route, failure, seconds());
+      this.telemetry.upstreamFailed(upstream.origin, request.route, failure);
       throw failure;
     } finally {
       release();

@@ -4,17 +4,13 @@
  * it how each attempt went; the chain tracker reports each upstream's tip; /ready and
  * metrics read status(). Time comes from the injected clock.
  */
+import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import { CircuitBreaker, type BreakerSettings, type BreakerState } from './breaker.js';
 
 export interface HealthSettings extends BreakerSettings {
   /** An upstream more than this many blocks behind the best tip is not read from. */
   maxLagBlocks: number;
-}
-
-export interface HealthObserver {
-  onBreaker?(upstream: string, state: BreakerState): void;
-  onLag?(upstream: string, lagging: boolean, lagBlocks: number): void;
 }
 
 export interface HealthStatus {
@@ -39,7 +35,7 @@ export class UpstreamHealth {
     origins: readonly string[],
     private readonly settings: HealthSettings,
     private readonly clock: Clock,
-    private readonly observer: HealthObserver = {},
+    private readonly telemetry: Telemetry = noopTelemetry,
   ) {
     this.upstreams = origins.map((origin) => ({ origin, breaker: new CircuitBreaker(settings), lagging: false }));
   }
@@ -74,7 +70,7 @@ export class UpstreamHealth {
       const lagging = lag !== undefined && lag > this.settings.maxLagBlocks;
       if (lagging !== u.lagging) {
         u.lagging = lagging;
-        this.observer.onLag?.(u.origin, lagging, lag ?? 0);
+        this.telemetry.lagChanged(u.origin, lagging, lag ?? 0);
       }
     }
   }
@@ -107,12 +103,12 @@ export class UpstreamHealth {
     const upstream = this.find(origin);
     if (!upstream) return;
     if (options.healthCheck && upstream.breaker.state(this.clock()) === 'open') return;
-    if (upstream.breaker.onSuccess()) this.observer.onBreaker?.(origin, 'closed');
+    if (upstream.breaker.onSuccess()) this.telemetry.breakerChanged(origin, 'closed');
   }
 
   recordFailure(origin: string): void {
     const upstream = this.find(origin);
-    if (upstream?.breaker.onFailure(this.clock())) this.observer.onBreaker?.(origin, 'open');
+    if (upstream?.breaker.onFailure(this.clock())) this.telemetry.breakerChanged(origin, 'open');
   }
 
   private find(origin: string): Tracked | undefined {

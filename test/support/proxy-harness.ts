@@ -33,7 +33,7 @@ export async function startTestProxy(options: TestProxyOptions): Promise<ProxySe
 
 /** Reads one metric sample's value from the proxy's registry (0 when absent). */
 export async function metricValue(proxy: ProxyServer, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const metric = proxy.metrics.registry.getSingleMetric(name);
+  const metric = proxy.telemetry.registry.getSingleMetric(name);
   if (!metric) throw new Error(`no metric ${name}`);
   const { values } = await metric.get();
   const matching = values.filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want));

@@ -3,6 +3,7 @@
  * the raw JSON member scanner and the tx/multiple list composer (byte-exact answers), and
  * If-None-Match matching.
  */
+import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
 import { describe, expect, it, vi } from 'vitest';
 import { decodeEntry, encodeEntry, entrySize, type CacheEntry } from '../../src/cache/entry.js';
 import { scanObjectMembers } from '../../src/cache/json-object-scan.js';
@@ -37,7 +38,7 @@ describe('MemoryStore', () => {
       maxBytes,
       maxEntryBytes: extra.maxEntryBytes ?? maxBytes,
       now: extra.now,
-      observer: extra.onEviction ? { onEviction: extra.onEviction } : undefined,
+      telemetry: extra.onEviction ? (Object.assign(Object.create(noopTelemetry), { cacheEvicted: extra.onEviction }) as Telemetry) : undefined,
     });
   }
 

@@ -69,7 +69,6 @@ describe('domain events', () => {
   it.each<[string, (t: Telemetry) => void, string, Record<string, string>]>([
     ['cacheLookup', (t) => t.cacheLookup('redis', 'final', 'hit'), 'stacks_proxy_cache_lookups_total', { tier: 'redis', class: 'final', result: 'hit' }],
     ['cacheEvicted', (t) => t.cacheEvicted('memory'), 'stacks_proxy_cache_evictions_total', { tier: 'memory' }],
-    ['decodeFailed', (t) => t.decodeFailed('redis'), 'stacks_proxy_cache_lookups_total', { tier: 'redis', class: 'unknown', result: 'error' }],
     ['redisCommand', (t) => t.redisCommand('get', 0.002), 'stacks_proxy_redis_command_duration_seconds_count', { command: 'get' }],
     ['singleflightJoined', (t) => t.singleflightJoined('block'), 'stacks_proxy_singleflight_joined_total', { route: 'block' }],
     ['sharedFlightWaited', (t) => t.sharedFlightWaited('block', 'timeout'), 'stacks_proxy_shared_singleflight_waits_total', { route: 'block', result: 'timeout' }],

@@ -1,0 +1,91 @@
+/**
+ * One client lookup, tier by tier, and the one place cache lookups are counted: once per tier
+ * a client request consults (memory; then Redis, only when memory held nothing usable). An
+ * answer that may live under more than one key (a transaction kept for /tx/{id} or as a list
+ * member) is still one lookup. Internal reads (the tx/events finality probe) go to the store
+ * directly and count nothing: no client asked for them.
+ */
+import type { ChainView } from '../chain/view.js';
+import type { Clock } from '../clock.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import type { CacheEntry } from './entry.js';
+import { decide, type Decision, type TtlSettings } from './policy.js';
+import type { TieredStore } from './tiered-store.js';
+
+/** What the policy decided about the entry a tier held for a request (if any), and its key. */
+export interface Found {
+  key: string;
+  entry: CacheEntry | undefined;
+  decision: Decision;
+}
+
+export interface LookupDeps {
+  store: TieredStore;
+  telemetry: Telemetry;
+  chain: () => ChainView;
+  ttl: TtlSettings;
+  clock: Clock;
+}
+
+/** Which entries a reader can use (a tx/multiple member cannot be built from a /tx/{id} 404). */
+export type Usable = (entry: CacheEntry) => boolean;
+
+const ANY: Usable = () => true;
+const firstOf = (keys: string | readonly string[]): string => (typeof keys === 'string' ? keys : (keys[0] as string));
+
+export class CacheLookups {
+  /**
+   * `servesStale`: whether the reader serves an entry the decision allows to be served while it
+   * refreshes (the single reader does; tx/multiple refetches such members, so for it they are misses).
+   */
+  constructor(
+    private readonly deps: LookupDeps,
+    private readonly servesStale = true,
+  ) {}
+
+  /** A fresh entry is a hit, one served while it refreshes is stale, anything else needs the upstream. */
+  private resultOf(decision: Decision): 'hit' | 'stale' | 'miss' {
+    if (decision.action === 'fresh') return 'hit';
+    return decision.action === 'serve-stale-and-refresh' && this.servesStale ? 'stale' : 'miss';
+  }
+
+  /** The memory tier, synchronously: the hit path. `keys` in order of preference. */
+  memory(keys: string | readonly string[], usable: Usable = ANY): Found {
+    const { store } = this.deps;
+    let found: Found | undefined;
+    for (const key of typeof keys === 'string' ? [keys] : keys) {
+      const entry = store.peek(key);
+      if (entry && usable(entry)) {
+        found = { key, entry, decision: this.decide(entry) };
+        break;
+      }
+    }
+    found ??= { key: firstOf(keys), entry: undefined, decision: { action: 'refetch' } };
+    this.deps.telemetry.cacheLookup('memory', found.entry?.cls ?? 'unknown', this.resultOf(found.decision));
+    return found;
+  }
+
+  /** The shared tier, after memory held nothing usable; undefined when there is no shared tier. */
+  async shared(keys: string | readonly string[], usable: Usable = ANY): Promise<Found | undefined> {
+    const { store } = this.deps;
+    if (!store.shared) return undefined;
+    for (const key of typeof keys === 'string' ? [keys] : keys) {
+      const read = await store.getShared(key);
+      if (read === 'failed') {
+        this.deps.telemetry.cacheLookup('redis', 'unknown', 'error');
+        return undefined;
+      }
+      if (read && usable(read)) {
+        const found = { key, entry: read, decision: this.decide(read) };
+        this.deps.telemetry.cacheLookup('redis', read.cls, this.resultOf(found.decision));
+        return found;
+      }
+    }
+    this.deps.telemetry.cacheLookup('redis', 'unknown', 'miss');
+    return { key: firstOf(keys), entry: undefined, decision: { action: 'refetch' } };
+  }
+
+  private decide(entry: CacheEntry): Decision {
+    return decide(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl);
+  }
+}
