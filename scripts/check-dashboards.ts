@@ -21,10 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/logger.js';
 import { projectRoot } from '../src/paths.js';
 import { startProxy, type ProxyServer } from '../src/proxy-server.js';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../test/support/fake-upstream.js';
-import { testConfig } from '../test/support/proxy-harness.js';
-import { startRedis } from '../test/support/redis-server.js';
-import { freePort } from '../test/support/free-port.js';
+import { RECORDED, startFakeUpstream, testConfig, startRedis, freePort, type FakeUpstream } from '../testkit/index.js';
 
 // ---------------------------------------------------------------------------------------------
 // Dashboard model: only the parts the check reads

@@ -5,10 +5,9 @@
  * client results, upstream request counts and metrics, never on timings.
  */
 import { describe, expect, it } from 'vitest';
-import { RECORDED, type FakeUpstream } from '../support/fake-upstream.js';
+import { RECORDED, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw } from '../support/http.js';
 
 /** Short timeouts so that hangs and cool-downs resolve quickly. */

@@ -4,9 +4,8 @@
  * the proxy rejects before any upstream request.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { RECORDED, startFakeUpstream, loadRecordings, type FakeUpstream } from '../../testkit/index.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
-import { loadRecordings } from '../support/fixtures.js';
 import { fetchRaw, getLiteralPath, pathOf } from '../support/http.js';
 import type { ProxyServer } from '../../src/proxy-server.js';
 import { ROUTES } from '../../src/routes/route-table.js';

@@ -6,7 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { fetchRaw } from '../support/http.js';
 
 const root = projectRoot();

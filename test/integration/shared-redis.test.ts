@@ -3,9 +3,8 @@
  * upstream request, byte for byte and with the same class and ETag.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { RECORDED, startFakeUpstream, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw } from '../support/http.js';
 import type { ProxyServer } from '../../src/proxy-server.js';
 

@@ -1,8 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import WebSocket from 'ws';
-import { RECORDED, startFakeUpstream } from '../support/fake-upstream.js';
-import type { FakeUpstream } from '../support/fake-upstream.js';
-import { findRecording, loadRecordings, recordingsMatching } from '../support/fixtures.js';
+import { RECORDED, startFakeUpstream, findRecording, loadRecordings, recordingsMatching, type FakeUpstream } from '../../testkit/index.js';
 
 const TX_ID = RECORDED.confirmedTxId;
 /** Mined in block 8 (the recordings' tx/multiple bodies use it with TX_ID, mined in block 1). */

@@ -16,7 +16,7 @@ import {
   type TtlSettings,
 } from '../../src/cache/policy.js';
 import type { PolicyKind, RequestFacts } from '../../src/routes/route-spec.js';
-import { RECORDED, recordingsMatching } from '../support/fixtures.js';
+import { RECORDED, recordingsMatching } from '../../testkit/index.js';
 
 const FINAL_BURN = 130;
 const FINAL_STACKS = 40;

@@ -9,7 +9,7 @@ import { scanObjectMembers } from '../../src/cache/json-object-scan.js';
 import { MemoryStore } from '../../src/cache/memory-store.js';
 import { composeList, orderItems } from '../../src/cache/tx-list.js';
 import { matchesIfNoneMatch } from '../../src/http/respond.js';
-import { recordingsMatching } from '../support/fixtures.js';
+import { recordingsMatching } from '../../testkit/index.js';
 
 function entry(body: string | Buffer, extra: Partial<CacheEntry> = {}): CacheEntry {
   return {

@@ -8,7 +8,7 @@ import { ROUTES } from '../../src/routes/route-table.js';
 import { createRouteMatcher } from '../../src/routes/route-matcher.js';
 import type { RouteSpec } from '../../src/routes/route-spec.js';
 import { validateRequest, type ValidationOutcome } from '../../src/routes/validate.js';
-import { loadRecordings, splitUrl, type Recording } from '../support/fixtures.js';
+import { loadRecordings, splitUrl, type Recording } from '../../testkit/index.js';
 
 interface RouteMatch {
   route: RouteSpec;
