@@ -7,8 +7,8 @@
  * shipped: the Docker image leaves the folder out. Helpers only tests use (vitest reporters,
  * the in-process proxy harness, per-test clean-ups) stay in test/support.
  */
-export { startFakeUpstream } from './fake-upstream.js';
-export type { FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './fake-upstream.js';
+export { startFakeUpstream } from './fake-upstream/index.js';
+export type { FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './fake-upstream/index.js';
 export {
   RECORDED,
   findProjectRoot,
