@@ -14,6 +14,15 @@ function systemError(code: string, syscall = 'connect'): Error {
   return Object.assign(new Error(`${syscall} ${code} 127.0.0.1:3999`), { code, syscall, errno: -1 });
 }
 
+/**
+ * As undici's HTTP/1 parser raises it: `new HTTPParserError(message, code, data)` with `code`
+ * prefixed `HPE_` (lib/dispatcher/client-h1.js). Its type declaration lists other parameters.
+ */
+function parserError(message: string, llhttpCode: string): Error {
+  const HTTPParserError = errors.HTTPParserError as unknown as new (message: string, code: string) => Error;
+  return new HTTPParserError(message, llhttpCode);
+}
+
 const CASES: Array<{ error: unknown; kind: UpstreamErrorKind; because: string }> = [
   // timeout
   { error: new errors.HeadersTimeoutError(), kind: 'timeout', because: 'UND_ERR_HEADERS_TIMEOUT' },
@@ -33,7 +42,7 @@ const CASES: Array<{ error: unknown; kind: UpstreamErrorKind; because: string }>
   { error: systemError('ENETUNREACH'), kind: 'connect', because: 'ENETUNREACH' },
   // invalid
   { error: new errors.ResponseExceededMaxSizeError(), kind: 'invalid', because: 'UND_ERR_RES_EXCEEDED_MAX_SIZE' },
-  { error: new errors.HTTPParserError('Expected HTTP/', 'INVALID_CONSTANT'), kind: 'invalid', because: 'HPE_INVALID_CONSTANT' },
+  { error: parserError('Expected HTTP/', 'INVALID_CONSTANT'), kind: 'invalid', because: 'HPE_INVALID_CONSTANT' },
   { error: new errors.ResponseContentLengthMismatchError(), kind: 'invalid', because: 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' },
   // reset: any other transport failure
   { error: systemError('ECONNRESET', 'read'), kind: 'reset', because: 'ECONNRESET' },
@@ -41,7 +50,7 @@ const CASES: Array<{ error: unknown; kind: UpstreamErrorKind; because: string }>
   { error: new errors.SocketError('other side closed'), kind: 'reset', because: 'UND_ERR_SOCKET' },
   { error: new errors.ClientClosedError(), kind: 'reset', because: 'UND_ERR_CLOSED' },
   { error: new errors.ClientDestroyedError(), kind: 'reset', because: 'UND_ERR_DESTROYED' },
-  { error: new errors.HTTPParserError('Invalid header value char', 'INVALID_HEADER_TOKEN'), kind: 'reset', because: 'a parser error other than HPE_INVALID_CONSTANT' },
+  { error: parserError('Invalid header value char', 'INVALID_HEADER_TOKEN'), kind: 'reset', because: 'a parser error other than HPE_INVALID_CONSTANT' },
   { error: new Error('no code at all'), kind: 'reset', because: 'an Error without code' },
   { error: 'a thrown string', kind: 'reset', because: 'not an Error' },
   { error: undefined, kind: 'reset', because: 'undefined' },
