@@ -12,7 +12,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# tsconfig.build.json also includes scripts/, bench/ and test/support/; they are not in the build
+# tsconfig.build.json also includes scripts/, bench/ and testkit/; they are not in the build
 # context (.dockerignore), so only src/ is compiled, to dist/src/.
 RUN npm run build
 

@@ -18,12 +18,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { projectRoot } from '../src/paths.js';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../test/support/fake-upstream.js';
-import { freePort } from '../test/support/free-port.js';
-import { startRedis, type TestRedis } from '../test/support/redis-server.js';
+import { RECORDED, freePort, isAnswering, startFakeUpstream, startRedis, stopChild, waitFor, type FakeUpstream, type TestRedis } from '../testkit/index.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -60,17 +57,7 @@ function pinned(args: string[]): [string, string[]] {
   return HAS_TASKSET ? ['taskset', ['-c', '0', ...args]] : [args[0] as string, args.slice(1)];
 }
 
-async function waitForHttp(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(url)).status < 500) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(50);
-  }
-  throw new Error(`${url} did not come up`);
-}
+const waitForHttp = (url: string) => waitFor(() => isAnswering(url), { timeoutMs: 10_000, what: url });
 
 function startChild(args: string[], env: Record<string, string>): ChildProcess {
   const [command, rest] = pinned(args);
@@ -80,13 +67,6 @@ function startChild(args: string[], env: Record<string, string>): ChildProcess {
 
 /** The pid of the node process itself (taskset execs it, so it is the same pid). */
 const pidOf = (child: ChildProcess): number => child.pid as number;
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
 
 async function load(url: string, requests?: Array<{ path: string }>): Promise<autocannon.Result> {
   // A short warm-up so connection set-up and JIT are not measured.
@@ -192,7 +172,7 @@ async function main(): Promise<void> {
     children.push(baseline);
     await waitForHttp(`http://127.0.0.1:${basePort}/x`);
     results.push(await measure('baseline', `http://127.0.0.1:${basePort}/x`, pidOf(baseline)));
-    await stop(baseline);
+    await stopChild(baseline);
 
     results.push(await measure('upstream', upstream.url + HIT_PATH));
 
@@ -211,16 +191,16 @@ async function main(): Promise<void> {
     const upstreamRequests = upstream.count((r) => r.path !== '/extended');
     const clientRequests = Math.round(mixed.requestsPerSecond * SECONDS);
     results.push({ ...mixed, upstreamRequests, offload: Math.round(clientRequests / Math.max(1, upstreamRequests)) });
-    await stop(memory.child);
+    await stopChild(memory.child);
 
     redis = await startRedis();
     const shared = await startProxyProcess(upstream, redis);
     children.push(shared.child);
     await fetch(shared.url + HIT_PATH);
     results.push(await measure('hit-redis', shared.url + HIT_PATH, pidOf(shared.child)));
-    await stop(shared.child);
+    await stopChild(shared.child);
   } finally {
-    for (const child of children) await stop(child);
+    for (const child of children) await stopChild(child);
     await redis?.stop();
     await upstream.close();
   }

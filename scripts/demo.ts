@@ -5,7 +5,7 @@
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { startProxy } from '../src/composition-root.js';
-import { RECORDED, startFakeUpstream } from '../test/support/fake-upstream.js';
+import { RECORDED, startFakeUpstream } from '../testkit/index.js';
 
 const upstream = await startFakeUpstream();
 const config = loadConfig({ ...process.env, UPSTREAM_URLS: upstream.url });

@@ -12,6 +12,9 @@ import type { ProxyServer } from '../../src/composition-root.js';
 
 const { defer, fakeUpstream: fake } = useCleanups();
 
+const openConnections = (proxy: ProxyServer) =>
+  new Promise<number>((resolve, reject) => proxy.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+
 async function proxyFor(urls: string[], overrides: Record<string, unknown> = {}): Promise<ProxyServer> {
   const proxy = await startTestProxy({ upstreamUrls: urls, overrides });
   defer(() => proxy.close());
@@ -58,14 +61,15 @@ describe('new blocks while a request is in flight', () => {
     const proxy = await proxyFor([upstream.url]);
     upstream.setDelay(300, /blocks\/latest/);
     const pending = fetchRaw(`${proxy.url}/extended/v2/blocks/latest`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await expect.poll(() => upstream.count('/extended/v2/blocks/latest')).toBe(1); // it reached the upstream
     upstream.advanceTip();
     await proxy.tracker.pollOnce();
     expect((await pending).status).toBe(200);
     upstream.setDelay(0);
     // Validated under the old tip: the next request goes back to the upstream.
     const next = await fetchRaw(`${proxy.url}/extended/v2/blocks/latest`);
-    expect(next.headers.get('x-cache')).not.toBe('HIT');
+    // The upstream computed the answer after the block landed, so its ETag still holds: a 304.
+    expect(next.headers.get('x-cache')).toBe('REVALIDATED');
     expect((JSON.parse(next.body.toString()) as { height: number }).height).toBe(proxy.tracker.tip?.height);
   });
 });
@@ -114,9 +118,11 @@ describe('WebSocket upgrades when WebSockets are not forwarded', () => {
     socket.on('error', () => undefined);
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     socket.write('GET /extended/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Not upgraded, the request is passed through as a plain GET: once it reached the upstream, the proxy has read it.
+    await expect.poll(() => upstream.count('/extended/v1/ws')).toBe(1);
     socket.resetAndDestroy();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Once the proxy holds no connection, it has handled the reset (and an error from it would have surfaced).
+    await expect.poll(() => openConnections(proxy)).toBe(0);
     expect((await fetchRaw(`${proxy.url}/health`)).status).toBe(200);
   });
 });

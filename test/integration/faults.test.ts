@@ -5,10 +5,9 @@
  * client results, upstream request counts and metrics, never on timings.
  */
 import { describe, expect, it } from 'vitest';
-import { RECORDED, type FakeUpstream } from '../support/fake-upstream.js';
+import { RECORDED, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw } from '../support/http.js';
 import { routeKey } from '../../src/cache/key.js';
 
@@ -90,9 +89,13 @@ describe('two upstreams', () => {
     expect(primary.count(/blocks/)).toBe(triedWhileOpen); // open: not even tried
 
     primary.setFailing(null);
-    await new Promise((resolve) => setTimeout(resolve, 250)); // past the 200 ms cool-down
-    await proxy.tracker.pollOnce(); // the tip poll is the health check
-    expect(await metricValue(proxy, 'stacks_proxy_upstream_breaker_open', { upstream: primary.url })).toBe(0);
+    // The tip poll is the health check; it closes the breaker once the 200 ms cool-down has run
+    // (on the wall clock: the upstream client does not take the injected one).
+    const breakerOpenAfterPoll = async () => {
+      await proxy.tracker.pollOnce();
+      return metricValue(proxy, 'stacks_proxy_upstream_breaker_open', { upstream: primary.url });
+    };
+    await expect.poll(breakerOpenAfterPoll, { timeout: 5_000, interval: 50 }).toBe(0);
     primary.resetCounts();
     expect((await fetchRaw(`${proxy.url}/extended/v2/blocks/10`)).status).toBe(200);
     expect(primary.count('/extended/v2/blocks/10')).toBe(1);
@@ -187,13 +190,9 @@ describe('Redis outages', () => {
     defer(() => redis.stop());
     const upstream = await upstreamFake();
     const proxy = await proxyFor([upstream], { redisUrl: redis.url });
-    const waitFor = async (want: number) => {
-      for (let i = 0; i < 100 && (await metricValue(proxy, 'stacks_proxy_redis_up')) !== want; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      return metricValue(proxy, 'stacks_proxy_redis_up');
-    };
-    expect(await waitFor(1)).toBe(1);
+    // The client notices a lost or regained connection on its own schedule.
+    const redisUp = (want: number) => expect.poll(() => metricValue(proxy, 'stacks_proxy_redis_up'), { timeout: 5_000, interval: 50 }).toBe(want);
+    await redisUp(1);
 
     const statuses: number[] = [];
     const sweep = async (from: number) => {
@@ -203,9 +202,9 @@ describe('Redis outages', () => {
     await redis.kill();
     await sweep(1); // cached in memory
     await sweep(11); // misses go to the upstream; Redis writes fail quietly
-    expect(await waitFor(0)).toBe(0);
+    await redisUp(0);
     await redis.restart();
-    expect(await waitFor(1)).toBe(1);
+    await redisUp(1);
     await sweep(21);
     expect(statuses).toHaveLength(40);
     expect(new Set(statuses)).toEqual(new Set([200]));
@@ -258,13 +257,20 @@ describe('more faults', () => {
     await new Promise<void>((resolve) => truncating.listen(0, '127.0.0.1', () => resolve()));
     defer(() => new Promise((resolve) => truncating.close(resolve)));
     const address = truncating.address() as { port: number };
-    const proxy = await startTestProxy({ upstreamUrls: [`http://127.0.0.1:${address.port}`], overrides: FAST });
+    // A high breaker threshold, so the second request reaches the upstream too.
+    const proxy = await startTestProxy({
+      upstreamUrls: [`http://127.0.0.1:${address.port}`],
+      overrides: { ...FAST, upstream: { ...FAST.upstream, failureThreshold: 100 } },
+    });
     defer(() => proxy.close());
     calls = 0;
     const response = await fetchRaw(proxy.url + BLOCK);
     expect(response.status).toBe(502);
     expect(calls).toBe(3); // every attempt, none cached
-    expect((await fetchRaw(proxy.url + BLOCK)).headers.get('x-cache')).not.toBe('HIT');
+    const again = await fetchRaw(proxy.url + BLOCK);
+    expect(again.status).toBe(502);
+    expect(again.headers.get('x-cache')).toBe('MISS');
+    expect(calls).toBe(6); // tried again in full: nothing was cached
   });
 
   it('waits for a lock left by a crashed instance only until it expires, then fetches', async () => {

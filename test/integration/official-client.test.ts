@@ -4,7 +4,7 @@
  */
 import { createClient } from '@stacks/blockchain-api-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { RECORDED, startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { startTestProxy } from '../support/proxy-harness.js';
 import type { ProxyServer } from '../../src/composition-root.js';
 

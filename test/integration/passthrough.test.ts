@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
 import type { ProxyServer } from '../../src/composition-root.js';

@@ -6,7 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { fetchRaw } from '../support/http.js';
 
 const root = projectRoot();
@@ -70,7 +70,7 @@ describe('the proxy process', () => {
     const { url } = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string };
     upstream.setDelay(600, /blocks\/(1[0-9])$/);
     const inFlight = Array.from({ length: 10 }, (_, i) => fetchRaw(`${url}/extended/v2/blocks/${10 + i}`));
-    await new Promise((resolve) => setTimeout(resolve, 200)); // every request has reached the upstream
+    await expect.poll(() => upstream.count(/\/extended\/v2\/blocks\/1[0-9]$/)).toBe(10); // every request has reached the upstream
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     const responses = await Promise.all(inFlight);

@@ -4,9 +4,8 @@
  * counting requests at the upstream; byte identity by comparing with a direct upstream call.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { RECORDED, startFakeUpstream, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { startTestProxy } from '../support/proxy-harness.js';
-import { startRedis, type TestRedis } from '../support/redis-server.js';
 import { fetchRaw, pathOf } from '../support/http.js';
 import type { ProxyServer } from '../../src/composition-root.js';
 

@@ -4,7 +4,7 @@
  * Through real HTTP against the fake upstream, which counts what it is asked.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RECORDED, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { RECORDED, startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
 import type { ProxyServer } from '../../src/composition-root.js';

@@ -3,7 +3,7 @@
  * `defer`, and every closer runs (last first) after each test, also when it failed.
  */
 import { afterEach } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';
+import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 
 export function useCleanups() {
   const closers: Array<() => Promise<unknown>> = [];

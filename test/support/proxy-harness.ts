@@ -1,29 +1,13 @@
 /**
  * Starts the real proxy in-process on a random port, against given upstreams (and Redis),
- * with settings overridden per test. Logs are silent unless TEST_LOG_LEVEL is set.
+ * with settings overridden per test (testkit's testConfig).
  */
-import { ConfigSchema, deepMerge, loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startProxy, type ProxyServer } from '../../src/composition-root.js';
+import { testConfig, type TestConfigOptions } from '../../testkit/index.js';
 
-export interface TestProxyOptions {
-  upstreamUrls: string[];
-  redisUrl?: string;
-  overrides?: Record<string, unknown>;
+export interface TestProxyOptions extends TestConfigOptions {
   now?: () => number;
-}
-
-export function testConfig(options: TestProxyOptions): Config {
-  const base = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    UPSTREAM_URLS: options.upstreamUrls.join(','),
-    REDIS_URL: options.redisUrl ?? '',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-  });
-  // Tests drive the tip poll themselves (tracker.pollOnce) unless they say otherwise.
-  const testDefaults = { chainTip: { pollIntervalMs: 60_000 } };
-  return ConfigSchema.parse(deepMerge(deepMerge(base, testDefaults), options.overrides ?? {}));
 }
 
 export async function startTestProxy(options: TestProxyOptions): Promise<ProxyServer> {

@@ -13,10 +13,10 @@ import {
   collectExpressions,
   loadDashboards,
   variableQuery,
-  variableToPromql,
   type Dashboard,
   type DashboardExpression,
-} from '../../scripts/check-dashboards.js';
+} from '../../scripts/check-dashboards/dashboards.js';
+import { variableToPromql } from '../../scripts/check-dashboards/promql.js';
 
 // ---------------------------------------------------------------------------------------------
 // A PromQL scanner that finds selectors, not a full parser

@@ -10,7 +10,7 @@ import { decide, fallbackOf, type ChainView, type Decision, type TtlSettings } f
 import { memberText, servesListMember, servesTransaction } from '../../src/cache/tx-member.js';
 import type { UpstreamResponse } from '../../src/upstream/client.js';
 import { UpstreamError } from '../../src/upstream/errors.js';
-import { RECORDED, loadRecordings } from '../support/fixtures.js';
+import { RECORDED, loadRecordings } from '../../testkit/index.js';
 
 const T0 = 1_700_000_000_000;
 const CHAIN: ChainView = { tipHash: '0xtip', tipHeight: 50, burnHeight: 136, finalBurnHeight: 130, finalStacksHeight: 40, reorgs: [] };

@@ -16,7 +16,7 @@ import {
   type TtlSettings,
 } from '../../src/cache/policy.js';
 import type { FreshnessRules, RequestFacts } from '../../src/routes/route-spec.js';
-import { RECORDED, recordingsMatching } from '../support/fixtures.js';
+import { RECORDED, recordingsMatching } from '../../testkit/index.js';
 
 const FINAL_BURN = 130;
 const FINAL_STACKS = 40;
@@ -142,7 +142,7 @@ describe('classify: recorded upstream answers', () => {
   const blocks = recordingsMatching(/^\/extended\/v2\/blocks\/(0x[0-9a-f]{64}|\d+)$/);
 
   it(`classifies all ${txs.length} recorded transactions by status and burn depth`, () => {
-    expect(txs.length).toBeGreaterThan(100);
+    expect(txs.length).toBe(136);
     const seen = new Set<string>();
     for (const rec of txs) {
       const tx = JSON.parse(rec.body) as { tx_status: string; block_height?: number; burn_block_height?: number };
@@ -159,7 +159,7 @@ describe('classify: recorded upstream answers', () => {
   });
 
   it(`classifies all ${blocks.length} recorded blocks by burn depth`, () => {
-    expect(blocks.length).toBeGreaterThan(100);
+    expect(blocks.length).toBe(150);
     for (const rec of blocks) {
       const b = JSON.parse(rec.body) as { height: number; burn_block_height: number };
       const expected = b.burn_block_height <= RECORDED.tipBurnHeight - 6 ? { cls: 'final', height: b.height } : { cls: 'tip' };

@@ -3,8 +3,8 @@
  * tests never depend on (or disturb) a Redis the machine may already run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { connect } from 'node:net';
 import { freePort } from './free-port.js';
+import { exited, isPortOpen, waitFor } from './processes.js';
 
 export interface TestRedis {
   url: string;
@@ -16,22 +16,7 @@ export interface TestRedis {
   stop(): Promise<void>;
 }
 
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`redis-server did not open port ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const START_LIMIT_MS = 10_000;
 
 function launch(port: number): ChildProcess {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], {
@@ -43,12 +28,12 @@ function launch(port: number): ChildProcess {
   return child;
 }
 
+const listening = (port: number) => waitFor(() => isPortOpen(port), { timeoutMs: START_LIMIT_MS, what: `redis-server to open port ${port}` });
+
 export async function startRedis(): Promise<TestRedis> {
   const port = await freePort();
   let child = launch(port);
-  await waitForPort(port, 10_000);
-  const exited = (proc: ChildProcess) =>
-    new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once('exit', () => resolve())));
+  await listening(port);
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -58,7 +43,7 @@ export async function startRedis(): Promise<TestRedis> {
     },
     restart: async () => {
       child = launch(port);
-      await waitForPort(port, 10_000);
+      await listening(port);
     },
     stop: async () => {
       child.kill('SIGTERM');

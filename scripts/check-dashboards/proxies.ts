@@ -1,0 +1,52 @@
+/**
+ * The two proxy instances the check scrapes, tuned so that a short traffic mix moves every
+ * metric: a tiny mempool TTL, a memory tier that evicts, and a peer whose queue overflows.
+ */
+import { createLogger } from '../../src/logger.js';
+import { startProxy, type ProxyServer } from '../../src/composition-root.js';
+import { testConfig } from '../../testkit/index.js';
+
+/** Small enough that the traffic mix expires mempool entries (revalidations, stale serves) quickly. */
+export const MEMPOOL_TTL_MS = 250;
+export const STALE_WHILE_REVALIDATE_MS = 500;
+/** Every upstream request is tried this often: an injected failure must last as many attempts. */
+export const MAX_ATTEMPTS = 2;
+/** A memory tier this small evicts during the traffic mix; Redis behind it keeps hits hits. */
+const MEMORY_TIER_BYTES = 64 * 1024;
+
+const SHARED_SETTINGS = {
+  chainTip: { pollIntervalMs: 200 },
+  upstream: {
+    maxAttempts: MAX_ATTEMPTS,
+    retryBackoffMs: 5,
+    // There is one upstream: an open breaker would fail every read for the cool-down, while the
+    // mix injects a few failures in a row on purpose.
+    failureThreshold: 50,
+  },
+  cache: { ttl: { mempoolMs: MEMPOOL_TTL_MS, staleWhileRevalidateMs: STALE_WHILE_REVALIDATE_MS } },
+};
+
+/** The instance most panels are about: process metrics on, a memory tier that evicts. */
+export async function startMainProxy(upstreamUrl: string, redisUrl: string): Promise<ProxyServer> {
+  const config = testConfig({
+    upstreamUrls: [upstreamUrl],
+    redisUrl,
+    overrides: { ...SHARED_SETTINGS, cache: { ...SHARED_SETTINGS.cache, memory: { maxBytesWithRedis: MEMORY_TIER_BYTES } } },
+  });
+  // defaultMetrics: the process and Node.js panels need prom-client's default metrics.
+  return startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: true });
+}
+
+/**
+ * A second instance on the same Redis: shared single-flight waits only happen between
+ * instances. Its upstream queue holds one request and one waiter, so a burst is refused (503).
+ * Default metrics stay off: one process, so they would only repeat the first instance's.
+ */
+export async function startPeerProxy(upstreamUrl: string, redisUrl: string): Promise<ProxyServer> {
+  const config = testConfig({
+    upstreamUrls: [upstreamUrl],
+    redisUrl,
+    overrides: { ...SHARED_SETTINGS, upstream: { ...SHARED_SETTINGS.upstream, maxConcurrent: 1, maxQueue: 1 } },
+  });
+  return startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: false });
+}

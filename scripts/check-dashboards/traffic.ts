@@ -1,0 +1,181 @@
+/** The traffic mix: one round of requests moves every metric the dashboards show. */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ProxyServer } from '../../src/composition-root.js';
+import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
+import { MAX_ATTEMPTS, MEMPOOL_TTL_MS, STALE_WHILE_REVALIDATE_MS } from './proxies.js';
+
+const P = RECORDED.principal;
+const TX = RECORDED.confirmedTxId;
+
+/** One request per route id (the examples of test/integration/read-routes.test.ts). */
+const ROUTE_PATHS = [
+  `/extended/v1/address/${P}/stx`,
+  '/extended/v2/mempool/fees',
+  `/extended/v1/address/${P}/balances`,
+  `/extended/v1/tx/${TX}`,
+  '/extended/v2/blocks/latest',
+  `/extended/v1/tx/multiple?tx_id=${TX}&tx_id=${RECORDED.unknownTxId}`,
+  '/extended/v1/tx/mempool/stats',
+  `/extended/v1/tx/events?address=${P}&limit=5`,
+  `/extended/v1/contract/${RECORDED.contractId}/events?limit=5`,
+  `/extended/v1/address/${P}/transactions`,
+  `/extended/v2/addresses/${P}/transactions?limit=5`,
+  `/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithBlock}`,
+  '/extended/v1/address/ST000000000000000000002AMW42H/0x66146a2549bb199c4960d58af1a9ed3022904896976cfa14bb05b4b5d3844d80/with_transfers',
+];
+/** Refused by validation (400) without an upstream request. */
+const INVALID_PATHS = ['/extended/v1/tx/0x1234', '/extended/v2/blocks/not-a-block'];
+/** Not one of the 13 routes: forwarded unchanged (route="passthrough", cache="BYPASS"). */
+const PASSTHROUGH_PATHS = ['/extended', '/v2/info'];
+/** Final blocks: filler that overflows the small memory tier, so it evicts. */
+const FINAL_BLOCK_PATHS = Array.from({ length: 40 }, (_, i) => `/extended/v2/blocks/${i + 1}`);
+/** Mempool-class entries whose upstream ETag stays (a pending tx), moves with the mempool (fees), or fails (stats). */
+const UNCHANGED_PATH = `/extended/v1/tx/${RECORDED.pendingTxId}`;
+const CHANGING_PATH = '/extended/v2/mempool/fees';
+const FAILING_PATH = '/extended/v1/tx/mempool/stats';
+const SINGLE_FLIGHT_CALLERS = 5;
+/** Long enough that concurrent callers arrive while the first one's upstream request is in flight. */
+const SLOW_UPSTREAM_MS = 150;
+/** The first instance must hold the Redis lock before its peer asks for the same key. */
+const LOCK_HEAD_START_MS = 40;
+/** More concurrent misses than the peer's one in flight plus one queued. */
+const OVERLOAD_BURST = 5;
+
+type Failure = { status: number } | 'reset';
+
+export class TrafficMix {
+  private rounds = 0;
+
+  constructor(
+    private readonly main: ProxyServer,
+    private readonly peer: ProxyServer,
+    private readonly upstream: FakeUpstream,
+  ) {}
+
+  async round(): Promise<void> {
+    this.rounds += 1;
+    await this.everyRouteTwice();
+    await this.get(this.main, ...INVALID_PATHS, ...PASSTHROUGH_PATHS, ...FINAL_BLOCK_PATHS);
+    await this.concurrentMisses();
+    await this.missesAcrossInstances();
+    await this.overloadPeer();
+    await this.upstreamFailures();
+    await this.expireMempoolEntries();
+    await this.moveChain();
+  }
+
+  /** Each route's first request of a round misses or revalidates (the tip moved), the second hits. */
+  private async everyRouteTwice(): Promise<void> {
+    await Promise.all(ROUTE_PATHS.map(async (path) => this.get(this.main, path, path)));
+  }
+
+  /** Identical misses at once on one instance: one upstream request, the others join it. */
+  private async concurrentMisses(): Promise<void> {
+    const path = `/extended/v1/tx/${unknownTxId()}`;
+    await this.withSlowUpstream(path, () => Promise.all(Array.from({ length: SINGLE_FLIGHT_CALLERS }, () => this.get(this.main, path))));
+  }
+
+  /** The same miss on both instances: the peer waits on the Redis lock and gets the answer through Redis. */
+  private async missesAcrossInstances(): Promise<void> {
+    const path = `/extended/v1/tx/${unknownTxId()}`;
+    await this.withSlowUpstream(path, async () => {
+      const first = this.get(this.main, path);
+      await sleep(LOCK_HEAD_START_MS);
+      await Promise.all([first, this.get(this.peer, path)]);
+    });
+  }
+
+  /** Distinct misses at once on the peer: its upstream queue overflows and the rest get 503. */
+  private async overloadPeer(): Promise<void> {
+    const paths = Array.from({ length: OVERLOAD_BURST }, () => `/extended/v1/tx/${unknownTxId()}`);
+    await this.withSlowUpstream(paths, () => Promise.all(paths.map((path) => this.get(this.peer, path))));
+  }
+
+  /** A 500 and a reset, through every retry, on keys not cached: the client gets the 500 and a 502. */
+  private async upstreamFailures(): Promise<void> {
+    await this.getFailing(`/extended/v1/tx/${unknownTxId()}`, { status: 500 });
+    await this.getFailing(`/extended/v1/tx/${unknownTxId()}`, 'reset');
+  }
+
+  /**
+   * Just past the mempool TTL entries are served stale while they refresh; past the
+   * stale-while-revalidate window too they are revalidated: an unchanged ETag as not_modified,
+   * a moved one as modified, and a failing upstream makes the proxy serve the old copy.
+   */
+  private async expireMempoolEntries(): Promise<void> {
+    const paths = [UNCHANGED_PATH, CHANGING_PATH, FAILING_PATH];
+    await this.get(this.main, ...paths);
+    await sleep(MEMPOOL_TTL_MS + 50);
+    await this.get(this.main, ...paths);
+    await sleep(MEMPOOL_TTL_MS + STALE_WHILE_REVALIDATE_MS + 50);
+    this.upstream.setMempoolChanged();
+    await this.get(this.main, UNCHANGED_PATH, CHANGING_PATH);
+    await this.getFailing(FAILING_PATH, { status: 500 });
+    await this.getFailing(FAILING_PATH, 'reset');
+  }
+
+  /**
+   * A new block every round; every other round a reorg instead, after which the tip entries the
+   * next round reads were validated on the old branch and are purged.
+   */
+  private async moveChain(): Promise<void> {
+    if (this.rounds % 2 === 0) this.upstream.reorg(1);
+    else this.upstream.advanceTip(1);
+    await Promise.all([this.main.tracker.pollOnce(), this.peer.tracker.pollOnce()]);
+  }
+
+  private async withSlowUpstream<T>(paths: string | string[], run: () => Promise<T>): Promise<void> {
+    this.upstream.setDelay(SLOW_UPSTREAM_MS, literally(...[paths].flat()));
+    try {
+      await run();
+    } finally {
+      this.upstream.setDelay(0);
+    }
+  }
+
+  private async getFailing(path: string, how: Failure): Promise<void> {
+    this.upstream.failNext(MAX_ATTEMPTS, how, literally(path));
+    await this.get(this.main, path);
+  }
+
+  /** Requests run one after another; any transport failure toward the proxy is a failed check. */
+  private async get(proxy: ProxyServer, ...paths: string[]): Promise<void> {
+    for (const path of paths) {
+      const response = await fetch(proxy.url + path, { redirect: 'manual', signal: AbortSignal.timeout(10_000) });
+      await response.arrayBuffer();
+    }
+  }
+}
+
+/** A pattern matching any of these paths (the fake upstream tests it against the request url). */
+function literally(...paths: string[]): RegExp {
+  return new RegExp(paths.map((path) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'));
+}
+
+function unknownTxId(): string {
+  return `0x${randomBytes(32).toString('hex')}`;
+}
+
+/** Runs rounds back to back until stopped; the first error stops it and is kept for the report. */
+export function startTraffic(mix: TrafficMix): { stop(): Promise<void>; error(): unknown } {
+  let stopped = false;
+  let failure: unknown;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        await mix.round();
+      } catch (error) {
+        failure = error;
+        return;
+      }
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+    error: () => failure,
+  };
+}

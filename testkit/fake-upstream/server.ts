@@ -1,0 +1,168 @@
+/**
+ * The fake's HTTP server: listens, logs every request, applies injected faults, hands the rest to
+ * dispatch, echoes WebSockets, and closes everything it opened.
+ */
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+import { splitUrl } from '../fixtures.js';
+import { FakeChain } from './chain.js';
+import { dispatch } from './dispatch.js';
+import { fail, FaultPlan, matches, refuseUpgrade } from './faults.js';
+import { crashed, send } from './respond.js';
+import type { FailureMode, FakeUpstream, RecordedRequest } from './types.js';
+
+/** Upgrade paths of the upstream's JSON-RPC WebSocket and Socket.IO servers (§6). */
+const WS_PATH_PREFIXES = ['/extended/v1/ws', '/socket.io'];
+
+export class FakeUpstreamServer implements FakeUpstream {
+  url = '';
+  port = 0;
+  readonly requests: RecordedRequest[] = [];
+  private readonly chain = new FakeChain();
+  private readonly faults = new FaultPlan();
+  private readonly server = createServer((req, res) => this.onRequest(req, res));
+  private readonly wss = new WebSocketServer({ noServer: true });
+  /** Every connection, so that close() can end keep-alive, upgraded and hanging ones. */
+  private readonly sockets = new Set<Socket>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  constructor() {
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
+      this.onUpgrade(req, socket, head),
+    );
+  }
+
+  async listen(port: number): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.port = (this.server.address() as AddressInfo).port;
+    this.url = `http://127.0.0.1:${this.port}`;
+  }
+
+  count(match?: string | RegExp | ((r: RecordedRequest) => boolean)): number {
+    if (match === undefined) return this.requests.length;
+    const test =
+      typeof match === 'string'
+        ? (r: RecordedRequest) => r.path === match || r.url === match
+        : match instanceof RegExp
+          ? (r: RecordedRequest) => matches(match, r.url)
+          : match;
+    return this.requests.filter(test).length;
+  }
+
+  resetCounts(): void {
+    this.requests.length = 0; // in place: callers may hold the array
+  }
+
+  tip() {
+    const block = this.chain.tipBlock();
+    return {
+      height: block.height,
+      index_block_hash: block.index_block_hash,
+      block_hash: block.hash,
+      burn_block_height: block.burn_block_height,
+    };
+  }
+
+  advanceTip(blocks = 1): void {
+    this.chain.advance(blocks);
+  }
+
+  reorg(depth: number): void {
+    this.chain.reorg(depth);
+  }
+
+  addPendingTx(txId?: string): string {
+    return this.chain.addPending(txId);
+  }
+
+  confirmTx(txId: string): void {
+    this.chain.confirm(txId);
+  }
+
+  setDelay(ms: number, match?: RegExp): void {
+    this.faults.setDelay(ms, match);
+  }
+
+  failNext(n: number, how: FailureMode, match?: RegExp): void {
+    this.faults.failNext(n, how, match);
+  }
+
+  setFailing(how: FailureMode | null, match?: RegExp): void {
+    this.faults.setFailing(how, match);
+  }
+
+  setMempoolChanged(): void {
+    this.chain.bumpMempool();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    for (const ws of this.wss.clients) ws.terminate();
+    this.wss.close();
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    this.record(req.method ?? 'GET', url, req.headers);
+    const failure = this.faults.take(url);
+    this.later(this.faults.delayFor(url), () => {
+      if (failure) fail(req, res, failure);
+      else {
+        dispatch(this.chain, req)
+          .then(({ reply, deprecated }) => send(req, res, reply, deprecated))
+          .catch((error: unknown) => crashed(res, error));
+      }
+    });
+  }
+
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = req.url ?? '/';
+    this.record('UPGRADE', url, req.headers);
+    const failure = this.faults.take(url);
+    this.later(this.faults.delayFor(url), () => {
+      if (failure) refuseUpgrade(socket, failure);
+      else if (WS_PATH_PREFIXES.some((prefix) => url.startsWith(prefix))) {
+        this.wss.handleUpgrade(req, socket, head, echo);
+      } else socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    });
+  }
+
+  private record(method: string, url: string, headers: IncomingHttpHeaders): void {
+    this.requests.push({ method, url, path: splitUrl(url).path, headers: { ...headers } });
+  }
+
+  private later(ms: number, run: () => void): void {
+    if (ms <= 0) return run();
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      run();
+    }, ms);
+    this.timers.add(timer);
+  }
+}
+
+function echo(ws: WebSocket): void {
+  // A client that breaks the protocol must not crash the test process with an unhandled 'error'.
+  ws.on('error', () => ws.terminate());
+  ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo:${data.toString()}`));
+}

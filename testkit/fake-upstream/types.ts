@@ -1,0 +1,47 @@
+/** The fake upstream's public interface: what tests, scripts and the bench drive it with. */
+export interface FakeUpstreamOptions {
+  /** 0 or absent: a random free port. */
+  port?: number;
+}
+
+export interface RecordedRequest {
+  /** The HTTP method, or `UPGRADE` for a WebSocket upgrade. */
+  method: string;
+  /** Path and raw query, as received. */
+  url: string;
+  /** `url` without its query. */
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** How an injected failure answers: a status (with an optional body), or a transport-level fault. */
+export type FailureMode = { status: number; body?: string } | 'reset' | 'hang' | 'garbage';
+
+export interface FakeUpstream {
+  url: string;
+  port: number;
+  /** Every request received, in order (HTTP and WebSocket upgrades, failed ones included). */
+  requests: RecordedRequest[];
+  /** A string matches the path (no query) or the whole url; a RegExp is tested on the url. */
+  count(match?: string | RegExp | ((r: RecordedRequest) => boolean)): number;
+  resetCounts(): void;
+  tip(): { height: number; index_block_hash: string; block_hash: string; burn_block_height: number };
+  /** Appends `blocks` (default 1) empty canonical blocks, each one burn block higher. */
+  advanceTip(blocks?: number): void;
+  /** Orphans the last `depth` blocks and mines `depth + 1` new ones from the fork point. */
+  reorg(depth: number): void;
+  /** Adds a pending token transfer (a copy of the recorded pending tx); returns its id. */
+  addPendingTx(txId?: string): string;
+  /** Mines a pending tx into a new block on top of the tip. */
+  confirmTx(txId: string): void;
+  /** Delays every answer, or those whose url matches; 0 switches delays off. */
+  setDelay(ms: number, match?: RegExp): void;
+  /** The next `n` requests (whose url matches) fail in the given way. */
+  failNext(n: number, how: FailureMode, match?: RegExp): void;
+  /** Every request (whose url matches) fails in the given way until called with `null`. */
+  setFailing(how: FailureMode | null, match?: RegExp): void;
+  /** Moves `mempool_updated_at` (the mempool ETag) without any other change. */
+  setMempoolChanged(): void;
+  /** Closes the server, its sockets and WebSockets, and drops delayed and hanging requests. */
+  close(): Promise<void>;
+}
