@@ -1,6 +1,7 @@
 // Lint rules that keep the architecture's boundaries (DESIGN §2): ioredis only in the Redis
-// store, undici only in the upstream client, and the pure policy/key/route modules free of
-// I/O imports.
+// store, undici only in src/upstream/, prom-client only in src/telemetry/, pino only in the
+// logger; the direction of imports between folders; no I/O, clock, telemetry or logging in
+// the pure modules; Date.now only in src/clock.ts; nothing in src/ imports tests or tooling.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -10,10 +11,39 @@ const restrict = (paths, patterns = []) => ({
 
 const IOREDIS = { name: 'ioredis', message: 'Only src/cache/redis-store.ts talks to Redis.' };
 const UNDICI = { name: 'undici', message: 'Only src/upstream/ talks to the upstreams.' };
-const IO = ['node:fs', 'node:net', 'node:http', 'node:child_process'].map((name) => ({
+const PROM = { name: 'prom-client', message: 'Metrics belong to src/telemetry/: call a Telemetry method.' };
+const PINO = { name: 'pino', message: 'Only src/logger.ts creates loggers.' };
+const IO = ['node:fs', 'node:net', 'node:http', 'node:https', 'node:child_process', 'node:dgram', 'node:dns'].map((name) => ({
   name,
-  message: 'Policy, keys and routes are pure: no I/O.',
+  message: 'Pure modules do no I/O.',
 }));
+// The proxy never depends on test code or the test tooling.
+const OUTSIDE_SRC = [{ group: ['**/test/**', '**/testkit/**', '**/scripts/**', '**/bench/**'], message: 'src/ does not import tests or tooling.' }];
+
+/** `folder` may not import these sibling folders (imports are relative: ../<name>/...). */
+const layer = (folder, forbidden) => ({
+  group: forbidden.map((name) => `../${name}/*`),
+  message: `${folder} sits below ${forbidden.join(', ')} in the layering (README "Layout").`,
+});
+
+// Modules that decide or format and do nothing else.
+const PURE = [
+  'src/errors.ts',
+  'src/cache/policy.ts',
+  'src/cache/key.ts',
+  'src/cache/admit.ts',
+  'src/cache/entry.ts',
+  'src/cache/tx-member.ts',
+  'src/cache/json-object-scan.ts',
+  'src/cache/redis-url.ts',
+  'src/chain/view.ts',
+  'src/chain/fork-search.ts',
+  'src/chain/finality.ts',
+  'src/chain/reorg-log.ts',
+  'src/upstream/breaker.ts',
+  'src/upstream/errors.ts',
+  'src/routes/**/*.ts',
+];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/'] },
@@ -27,29 +57,31 @@ export default tseslint.config(
   },
   // Tests build hostile inputs on purpose (control characters in paths).
   { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
-  { files: ['src/**/*.ts'], ignores: ['src/cache/redis-store.ts', 'src/upstream/**'], rules: restrict([IOREDIS, UNDICI]) },
-  { files: ['src/upstream/**/*.ts'], rules: restrict([IOREDIS]) },
-  { files: ['src/cache/redis-store.ts'], rules: restrict([UNDICI]) },
+  // Every block below restricts one folder; a file matched by two blocks gets the last one's
+  // rule, so each block lists everything its folder may not import.
+  { files: ['src/**/*.ts'], ignores: ['src/cache/redis-store.ts', 'src/upstream/**', 'src/telemetry/**', 'src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], OUTSIDE_SRC) },
+  { files: ['src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM], OUTSIDE_SRC) },
+  // Layers, bottom up: routes; upstream; chain (reads upstreams); cache (reads chain, routes,
+  // upstream); http (serves from all of them); the composition root builds them all.
+  { files: ['src/upstream/**/*.ts'], rules: restrict([IOREDIS, PROM, PINO], [...OUTSIDE_SRC, layer('upstream/', ['cache', 'chain', 'http', 'routes'])]) },
+  { files: ['src/chain/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('chain/', ['cache', 'http', 'routes'])]) },
+  { files: ['src/cache/**/*.ts'], ignores: ['src/cache/redis-store.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
+  { files: ['src/cache/redis-store.ts'], rules: restrict([UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
+  { files: ['src/routes/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO, ...IO], [...OUTSIDE_SRC, layer('routes/', ['cache', 'chain', 'http', 'upstream', 'telemetry'])]) },
   // Components call telemetry; telemetry knows no component (its vocabulary is its own).
   {
     files: ['src/telemetry/**/*.ts'],
-    rules: restrict(
-      [IOREDIS, UNDICI],
-      [{ group: ['../cache/*', '../upstream/*', '../http/*', '../proxy/*', '../routes/*', '../*-server.js', '../app.js'], message: 'Telemetry depends on no component.' }],
-    ),
+    rules: restrict([IOREDIS, UNDICI, PINO], [...OUTSIDE_SRC, layer('telemetry/', ['cache', 'chain', 'http', 'routes', 'upstream'])]),
   },
+  // Pure modules: decisions and formats only, no I/O, no logging, no metrics. Time comes in as an argument.
   {
-    files: [
-      'src/cache/policy.ts',
-      'src/cache/key.ts',
-      'src/cache/admit.ts',
-      'src/cache/tx-member.ts',
-      'src/chain/view.ts',
-      'src/chain/fork-search.ts',
-      'src/chain/finality.ts',
-      'src/chain/reorg-log.ts',
-      'src/routes/**/*.ts',
-    ],
-    rules: restrict([IOREDIS, UNDICI, ...IO]),
+    files: PURE,
+    rules: restrict([IOREDIS, UNDICI, PROM, PINO, ...IO], [...OUTSIDE_SRC, { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' }]),
+  },
+  // One wall clock (src/clock.ts), injected everywhere, so tests can move time for every component at once.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/clock.ts'],
+    rules: { 'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'Read time from the injected Clock (src/clock.ts).' }] },
   },
 );
