@@ -2,16 +2,11 @@
  * The in-memory tier: an LRU bounded by bytes, with per-entry retention. It is the whole
  * cache when no Redis is configured, and the small hot tier in front of Redis otherwise.
  */
+import { LRUCache } from 'lru-cache';
 import { systemClock, type Clock } from '../clock.js';
 import { entrySize, type CacheEntry } from './entry.js';
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { CacheStore } from './store.js';
-
-interface Slot {
-  entry: CacheEntry;
-  size: number;
-  expiresAt: number;
-}
 
 export interface MemoryStoreOptions {
   maxBytes: number;
@@ -22,28 +17,35 @@ export interface MemoryStoreOptions {
   telemetry?: Telemetry;
 }
 
+/**
+ * lru-cache keeps the byte budget, per-entry retention and recency (measured against the
+ * hand-written Map LRU it replaced: about 3x faster per hit and per put-with-eviction, see
+ * README "Design notes"); this class adapts it to the CacheStore interface.
+ */
 export class MemoryStore implements CacheStore {
   readonly tier = 'memory' as const;
-  // A Map iterates in insertion order: re-inserting on access makes its head the LRU.
-  private readonly slots = new Map<string, Slot>();
-  private bytes = 0;
-  private readonly now: Clock;
+  private readonly lru: LRUCache<string, CacheEntry>;
 
   constructor(private readonly options: MemoryStoreOptions) {
-    this.now = options.now ?? systemClock;
+    const telemetry = options.telemetry ?? noopTelemetry;
+    this.lru = new LRUCache<string, CacheEntry>({
+      maxSize: options.maxBytes,
+      maxEntrySize: options.maxEntryBytes,
+      sizeCalculation: entrySize,
+      // Retention is measured on the injected clock, read at every check (tests move it).
+      perf: { now: options.now ?? systemClock },
+      ttlResolution: 0,
+      allowStale: false,
+      updateAgeOnGet: false,
+      dispose: (_entry, _key, reason) => {
+        if (reason === 'evict') telemetry.cacheEvicted('memory');
+      },
+    });
   }
 
-  /** Synchronous lookup, so a hit never waits for a promise tick. */
+  /** Synchronous lookup (it also marks the entry recently used), so a hit never waits for a promise tick. */
   peek(key: string): CacheEntry | undefined {
-    const slot = this.slots.get(key);
-    if (!slot) return undefined;
-    if (slot.expiresAt <= this.now()) {
-      this.remove(key, slot);
-      return undefined;
-    }
-    this.slots.delete(key);
-    this.slots.set(key, slot);
-    return slot.entry;
+    return this.lru.get(key);
   }
 
   async get(key: string): Promise<CacheEntry | undefined> {
@@ -54,44 +56,29 @@ export class MemoryStore implements CacheStore {
     this.put(key, entry, retainMs);
   }
 
+  /** `retainMs` null: kept until evicted for room. An entry over maxEntryBytes is not kept, nor is an older copy. */
   put(key: string, entry: CacheEntry, retainMs: number | null): void {
-    const size = entrySize(entry);
-    const existing = this.slots.get(key);
-    if (existing) this.remove(key, existing);
-    if (size > this.options.maxEntryBytes) return;
-    this.slots.set(key, { entry, size, expiresAt: retainMs === null ? Infinity : this.now() + retainMs });
-    this.bytes += size;
-    this.evictForRoom();
+    if (entrySize(entry) > this.options.maxEntryBytes) {
+      this.lru.delete(key);
+      return;
+    }
+    // lru-cache reads a ttl of 0 as "no ttl"; a retention that rounds to 0 still expires.
+    this.lru.set(key, entry, { ttl: retainMs === null ? 0 : Math.max(1, retainMs) });
   }
 
   async delete(key: string): Promise<void> {
-    const slot = this.slots.get(key);
-    if (slot) this.remove(key, slot);
+    this.lru.delete(key);
   }
 
   async close(): Promise<void> {
-    this.slots.clear();
-    this.bytes = 0;
+    this.lru.clear();
   }
 
   get entryCount(): number {
-    return this.slots.size;
+    return this.lru.size;
   }
 
   get byteCount(): number {
-    return this.bytes;
-  }
-
-  private evictForRoom(): void {
-    for (const [key, slot] of this.slots) {
-      if (this.bytes <= this.options.maxBytes) return;
-      this.remove(key, slot);
-      (this.options.telemetry ?? noopTelemetry).cacheEvicted('memory');
-    }
-  }
-
-  private remove(key: string, slot: Slot): void {
-    this.slots.delete(key);
-    this.bytes -= slot.size;
+    return this.lru.calculatedSize;
   }
 }

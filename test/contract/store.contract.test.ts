@@ -19,7 +19,7 @@ import { startRedis, type TestRedis } from '../../testkit/index.js';
 
 interface Subject {
   store: CacheStore;
-  /** Lets `ms` pass on the store's clock, where the test controls it. */
+  /** Lets `ms` pass on the store's clock, where the test controls it. An entry lives for its whole retention (Redis PX: expired once past it). */
   elapse(ms: number): void;
   /** Errors and decode failures the store reported; a store that works reports none. */
   problems: string[];
@@ -207,7 +207,7 @@ describe.each(STORES)('$name keeps the CacheStore contract', ({ tier, open }) =>
     await store.set(key('short'), entry('{"short":1}'), SHORT_RETENTION_MS);
     await store.set(key('long'), entry('{"long":1}'), LONG_RETENTION_MS);
     await store.set(key('forever'), entry('{"forever":1}'), null);
-    subject.elapse(SHORT_RETENTION_MS);
+    subject.elapse(SHORT_RETENTION_MS + 1);
     await expect.poll(() => store.get(key('short')), POLL).toBeUndefined();
     expectSameEntry(await store.get(key('long')), entry('{"long":1}'));
     expectSameEntry(await store.get(key('forever')), entry('{"forever":1}'));
@@ -217,7 +217,7 @@ describe.each(STORES)('$name keeps the CacheStore contract', ({ tier, open }) =>
     await store.set(key('k'), entry('{"v":1}'), SHORT_RETENTION_MS);
     await store.set(key('k'), entry('{"v":2}'), null);
     await store.set(key('witness'), entry('{}'), SHORT_RETENTION_MS);
-    subject.elapse(SHORT_RETENTION_MS);
+    subject.elapse(SHORT_RETENTION_MS + 1);
     // Once an entry stored at the same time with the same retention is gone, the first one's would be too.
     await expect.poll(() => store.get(key('witness')), POLL).toBeUndefined();
     expectSameEntry(await store.get(key('k')), entry('{"v":2}'));
@@ -226,7 +226,7 @@ describe.each(STORES)('$name keeps the CacheStore contract', ({ tier, open }) =>
   it('an overwrite replaces the retention too: an entry kept with null, overwritten with a retention, expires', async () => {
     await store.set(key('k'), entry('{"v":1}'), null);
     await store.set(key('k'), entry('{"v":2}'), SHORT_RETENTION_MS);
-    subject.elapse(SHORT_RETENTION_MS);
+    subject.elapse(SHORT_RETENTION_MS + 1);
     await expect.poll(() => store.get(key('k')), POLL).toBeUndefined();
   });
 });
