@@ -16,6 +16,7 @@ import { RedisStore } from '../../src/cache/redis-store.js';
 import type { CacheStore, Tier } from '../../src/cache/store.js';
 import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
 import { startRedis, type TestRedis } from '../../testkit/index.js';
+import { entry } from '../support/entries.js';
 
 interface Subject {
   store: CacheStore;
@@ -70,18 +71,6 @@ const STORES: Array<{ name: string; tier: Tier; open: () => Promise<Subject> }> 
   { name: 'MemoryStore', tier: 'memory', open: openMemoryStore },
   { name: 'RedisStore', tier: 'redis', open: openRedisStore },
 ];
-
-function entry(body: Buffer | string, extra: Partial<CacheEntry> = {}): CacheEntry {
-  return {
-    status: 200,
-    body: typeof body === 'string' ? Buffer.from(body, 'utf8') : body,
-    headers: { 'content-type': 'application/json; charset=utf-8' },
-    etag: '"e"',
-    cls: 'tip',
-    validatedAt: 1_000,
-    ...extra,
-  };
-}
 
 /** Every optional field set, a body that is not UTF-8. */
 const FULL: CacheEntry = entry(Buffer.from([0x7b, 0x00, 0xff, 0xfe, 0x22, 0x7d, 0x0a]), {

@@ -12,18 +12,7 @@ import { MemoryStore } from '../../src/cache/memory-store.js';
 import { composeList, orderItems } from '../../src/cache/tx-list.js';
 import { matchesIfNoneMatch } from '../../src/http/respond.js';
 import { recordingsMatching } from '../../testkit/index.js';
-
-function entry(body: string | Buffer, extra: Partial<CacheEntry> = {}): CacheEntry {
-  return {
-    status: 200,
-    body: typeof body === 'string' ? Buffer.from(body, 'utf8') : body,
-    headers: { 'content-type': 'application/json; charset=utf-8' },
-    etag: '"e"',
-    cls: 'tip',
-    validatedAt: 1_000,
-    ...extra,
-  };
-}
+import { entry } from '../support/entries.js';
 
 /** A body whose entry costs exactly `size` bytes in the memory tier. */
 function sized(size: number, tag = 'x'): CacheEntry {
