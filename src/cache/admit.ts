@@ -1,8 +1,9 @@
 /**
  * Turning an upstream answer into what the cache does with it, as one pure step: an entry to
- * store, an answer to pass on unstored, or a failure (a body that is not what it claims,
- * retried elsewhere). The body is parsed once, here; the same parse serves the
- * well-formedness check and the freshness class.
+ * store, an answer to pass on unstored, or a failure (a body that is not what it claims, or an
+ * answer about another resource than the one asked for: retried elsewhere, never stored). The
+ * body is parsed once, here; the same parse serves the well-formedness check, the identity
+ * check (identity.ts) and the freshness class.
  */
 import { createHash } from 'node:crypto';
 import type { ChainView } from '../chain/view.js';
@@ -10,6 +11,7 @@ import type { RequestFacts, FreshnessRules } from '../routes/route-spec.js';
 import type { UpstreamResponse } from '../upstream/client.js';
 import { UpstreamError } from '../upstream/errors.js';
 import type { CacheEntry } from './entry.js';
+import { identityMismatch } from './identity.js';
 import { scanObjectMembers } from './json-object-scan.js';
 import { classifyListMember, classifyParsed, parseJson, type Classification } from './policy.js';
 import { FOUND_MEMBER_PREFIX, FOUND_MEMBER_SUFFIX } from './tx-member.js';
@@ -90,6 +92,11 @@ function parseKept(response: UpstreamResponse): { json: unknown } | { error: Ups
   return json === undefined ? invalid('invalid JSON') : { json };
 }
 
+/** An answer about another resource than the one asked for: that upstream failed this request. */
+function wrongResource(response: UpstreamResponse, why: string): UpstreamError {
+  return new UpstreamError('invalid', response.upstream, `an answer about another resource from ${response.upstream}: ${why}`);
+}
+
 /** Where a found transaction sits in a tx/multiple answer (mined ones by height, then mempool). */
 function minedHeightOf(classification: Classification, tx: unknown): number | undefined {
   if (classification.cls === 'mempool') return undefined;
@@ -103,6 +110,9 @@ export function admit(input: AdmitInput): Admission {
   if (response.status !== 200 && response.status !== 404) return passOn(response);
   const parsed = parseKept(response);
   if ('error' in parsed) return { kind: 'failure', error: parsed.error };
+  // A 404's error body names nothing; a 200 must be about what was asked.
+  const mismatch = response.status === 200 ? identityMismatch(input.facts.identity, parsed.json) : undefined;
+  if (mismatch) return { kind: 'failure', error: wrongResource(response, mismatch) };
   const classification = classifyParsed({ ...input, status: response.status, chain: input.asked.chain, json: parsed.json });
   if (!classification) return passOn(response);
   const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
@@ -136,6 +146,8 @@ export type ListAdmission = { kind: 'members'; members: Map<string, CacheEntry> 
 
 export interface ListAdmitInput {
   response: UpstreamResponse;
+  /** The ids this request asked for (lower case): the answer must hold exactly these. */
+  askedIds: readonly string[];
   asked: Snapshot;
   /**
    * Headers a /tx/{id} answer carries that a tx/multiple answer does not (the deprecation
@@ -156,6 +168,8 @@ export function admitList(input: ListAdmitInput): ListAdmission {
   const parsed = parseKept(response);
   if ('error' in parsed) return { kind: 'failure', error: parsed.error };
   if (response.status === 404) return passOn(response);
+  const mismatch = identityMismatch({ kind: 'transaction_list', txIds: input.askedIds }, parsed.json);
+  if (mismatch) return { kind: 'failure', error: wrongResource(response, mismatch) };
   const text = response.body.toString('utf8');
   const raw = scanObjectMembers(text);
   const list = parsed.json as Record<string, unknown> | null;

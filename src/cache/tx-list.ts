@@ -97,6 +97,7 @@ export class TxListReader {
     if (missing.length === 0) return this.compose(ids, cached, 'HIT');
 
     const { response, admission, upstreamSeconds } = await this.fetchMissing(route, missing, queryText);
+    // admitList made sure the answer holds exactly the missing ids: nothing else is stored.
     if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
     for (const [id, entry] of admission.members) {
       cached.set(id, entry);
@@ -133,10 +134,10 @@ export class TxListReader {
   /** One upstream request for the missing ids, shared by concurrent identical lists. */
   private fetchMissing(route: RouteSpec, missing: string[], queryText: string): Promise<Fetched> {
     const path = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}${queryText ? `&${queryText}` : ''}`;
-    return this.flights.run(path, () => this.fetch(route, path), () => this.deps.telemetry.singleflightJoined(route.id));
+    return this.flights.run(path, () => this.fetch(route, path, missing), () => this.deps.telemetry.singleflightJoined(route.id));
   }
 
-  private async fetch(route: RouteSpec, path: string): Promise<Fetched> {
+  private async fetch(route: RouteSpec, path: string, askedIds: readonly string[]): Promise<Fetched> {
     // Stamped with the chain and time from before the request: a block landing meanwhile makes it stale.
     const asked: Snapshot = { chain: this.deps.chain(), at: this.deps.clock() };
     const admitted = new WeakMap<UpstreamResponse, ListAdmission>();
@@ -145,12 +146,12 @@ export class TxListReader {
       route: route.id,
       // Each attempt's answer is split (and its body parsed) once, here: a malformed one is retried elsewhere.
       validate: (answer) => {
-        const admission = admitList({ response: answer, asked, transactionHeaders: this.deps.transactionHeaders });
+        const admission = admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
         if (admission.kind === 'failure') throw admission.error;
         admitted.set(answer, admission);
       },
     });
-    const admission = admitted.get(response) ?? admitList({ response, asked, transactionHeaders: this.deps.transactionHeaders });
+    const admission = admitted.get(response) ?? admitList({ response, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
     if (admission.kind === 'failure') throw admission.error;
     return { response, admission, upstreamSeconds: (this.deps.clock() - asked.at) / 1000 };
   }

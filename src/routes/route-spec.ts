@@ -60,6 +60,18 @@ export interface ParamDecl {
   zeroMeansDefault?: boolean;
 }
 
+/**
+ * The resource a request names, which the upstream's answer must be about (cache/identity.ts):
+ * a transaction (/tx/{id}: the body's tx_id; with_transfers: its tx.tx_id), the ids of a
+ * tx/multiple request, a block by height, hash or index hash (`latest`: any block), a burn block.
+ */
+export type AnswerIdentity =
+  | { kind: 'transaction'; txId: string }
+  | { kind: 'tx_with_transfers'; txId: string }
+  | { kind: 'transaction_list'; txIds: readonly string[] }
+  | { kind: 'block'; ref: { height: number } | { hash: string } | 'latest' }
+  | { kind: 'burn_block'; burnHeight: number };
+
 /** What the cache policy needs to know about the request itself. */
 export interface RequestFacts {
   unanchored?: boolean;
@@ -72,6 +84,8 @@ export interface RequestFacts {
   eventsOfTx?: string;
   /** /tx/{id}: the lower-case id its per-transaction entry is stored under. */
   txId?: string;
+  /** What the answer must be about; absent where the body carries nothing checkable. */
+  identity?: AnswerIdentity;
 }
 
 export type Resolution =

@@ -133,7 +133,7 @@ export const ROUTES: readonly RouteSpec[] = [
         const message = hexInputError(id);
         if (message) return reject(message);
       }
-      return request('/extended/v1/tx/multiple', { unanchored: v.unanchored === true });
+      return request('/extended/v1/tx/multiple', { unanchored: v.unanchored === true, identity: { kind: 'transaction_list', txIds: ids } });
     },
   },
   {
@@ -191,7 +191,8 @@ export const ROUTES: readonly RouteSpec[] = [
     resolve: (v, { rawQuery }) => {
       const id = v.tx_id as string;
       if (!id.startsWith('0x')) return { kind: 'redirect', location: `/extended/v1/tx/0x${id}${rawQuery ? `?${rawQuery}` : ''}` };
-      return request(`/extended/v1/tx/${lowerHex(id)}`, { unanchored: v.unanchored === true, txId: lowerHex(id) });
+      const tx = lowerHex(id);
+      return request(`/extended/v1/tx/${tx}`, { unanchored: v.unanchored === true, txId: tx, identity: { kind: 'transaction', txId: tx } });
     },
   },
   {
@@ -205,14 +206,14 @@ export const ROUTES: readonly RouteSpec[] = [
     query: [],
     resolve: (v) => {
       const h = v.height_or_hash as HeightOrHash;
-      if (h.kind === 'latest') return request('/extended/v2/blocks/latest', { latest: true });
+      if (h.kind === 'latest') return request('/extended/v2/blocks/latest', { latest: true, identity: { kind: 'block', ref: 'latest' } });
       if (h.kind === 'height') {
         // The schema lets negative heights through; the handler then throws a plain Error.
         if (h.height < 0) return { kind: 'error', error: internalError('Invalid block height or hash') };
-        return request(`/extended/v2/blocks/${h.height}`);
+        return request(`/extended/v2/blocks/${h.height}`, { identity: { kind: 'block', ref: { height: h.height } } });
       }
-      const hash = h.hash.startsWith('0x') ? h.hash : `0x${h.hash}`;
-      return request(`/extended/v2/blocks/${lowerHex(hash)}`);
+      const hash = lowerHex(h.hash.startsWith('0x') ? h.hash : `0x${h.hash}`);
+      return request(`/extended/v2/blocks/${hash}`, { identity: { kind: 'block', ref: { hash } } });
     },
   },
   {
@@ -289,7 +290,10 @@ export const ROUTES: readonly RouteSpec[] = [
     entries: 'request',
     params: [{ name: 'burn_block_height', check: integer({ min: 0 }) }],
     query: [],
-    resolve: (v) => request(`/extended/v1/block/by_burn_block_height/${v.burn_block_height as number}`),
+    resolve: (v) => {
+      const burnHeight = v.burn_block_height as number;
+      return request(`/extended/v1/block/by_burn_block_height/${burnHeight}`, { identity: { kind: 'burn_block', burnHeight } });
+    },
   },
   {
     id: 'tx_with_transfers',
@@ -307,8 +311,11 @@ export const ROUTES: readonly RouteSpec[] = [
       // The 0x prefix the handler adds means this segment is never "." or "..".
       const prefixed = raw.startsWith('0x') ? raw : `0x${raw}`;
       // Only a well-formed id is case-folded; anything else goes as given (the upstream answers 500).
-      const id = /^0x[0-9a-fA-F]{64}$/.test(prefixed) ? lowerHex(prefixed) : prefixed;
-      return request(`/extended/v1/address/${encodeSegment(p)}/${encodeSegment(id)}/with_transfers`);
+      const wellFormed = /^0x[0-9a-fA-F]{64}$/.test(prefixed);
+      const id = wellFormed ? lowerHex(prefixed) : prefixed;
+      // The principal is exempt: the body names the tx, and the principal only as one of its parties.
+      const identity = wellFormed ? ({ kind: 'tx_with_transfers', txId: id } as const) : undefined;
+      return request(`/extended/v1/address/${encodeSegment(p)}/${encodeSegment(id)}/with_transfers`, { identity });
     },
   },
 ];

@@ -179,12 +179,14 @@ describe('admit', () => {
 describe('admitList', () => {
   const lists = recordings.filter((r) => r.path.startsWith('/extended/v1/tx/multiple?') && r.status === 200);
   const txBody = (id: string) => recorded(`/extended/v1/tx/${id}`).body;
+  /** The ids a recorded request asked for, repeated or comma-listed. */
+  const askedIn = (path: string) => new URLSearchParams(path.split('?')[1]).getAll('tx_id').flatMap((v) => v.split(','));
 
   it(`stores every found member of the ${lists.length} recorded lists as the exact /tx/{id} bytes, and rebuilds the member`, () => {
     let found = 0;
     let missing = 0;
     for (const rec of lists) {
-      const result = admitList({ response: answer(200, rec.body), asked: ASKED, transactionHeaders: { warning: 'w' } });
+      const result = admitList({ response: answer(200, rec.body), asked: ASKED, askedIds: askedIn(rec.path), transactionHeaders: { warning: 'w' } });
       expect(result.kind, rec.path).toBe('members');
       if (result.kind !== 'members') continue;
       const original = JSON.parse(rec.body) as Record<string, { found: boolean }>;
@@ -211,7 +213,7 @@ describe('admitList', () => {
   it('keeps a found member in an unexpected form as the list sent it, for lists only', () => {
     const tx = txBody(RECORDED.confirmedTxId);
     const body = `{"${RECORDED.confirmedTxId}":{"result":${tx},"found":true}}`;
-    const result = admitList({ response: answer(200, body), asked: ASKED, transactionHeaders: {} });
+    const result = admitList({ response: answer(200, body), asked: ASKED, askedIds: [RECORDED.confirmedTxId], transactionHeaders: {} });
     const member = result.kind === 'members' ? result.members.get(RECORDED.confirmedTxId) : undefined;
     expect(member && [memberText(member), servesTransaction(member), member.cls]).toEqual([`{"result":${tx},"found":true}`, false, 'final']);
   });
@@ -221,10 +223,10 @@ describe('admitList', () => {
     ['a member that is not an object', '{"0x01":1}'],
     ['a body that does not parse', '{"0x01":{"found":tr'],
   ])('fails on %s', (_name, body) => {
-    expect(admitList({ response: answer(200, body), asked: ASKED, transactionHeaders: {} }).kind).toBe('failure');
+    expect(admitList({ response: answer(200, body), asked: ASKED, askedIds: ['0x01'], transactionHeaders: {} }).kind).toBe('failure');
   });
 
   it('passes on anything but a 200', () => {
-    expect(admitList({ response: answer(400, '{"statusCode":400}'), asked: ASKED, transactionHeaders: {} }).kind).toBe('pass-on');
+    expect(admitList({ response: answer(400, '{"statusCode":400}'), asked: ASKED, askedIds: ['0x01'], transactionHeaders: {} }).kind).toBe('pass-on');
   });
 });

@@ -13,9 +13,9 @@ export interface Dispatched {
   deprecated?: boolean;
 }
 
-export async function dispatch(chain: FakeChain, req: IncomingMessage): Promise<Dispatched> {
+/** `url`: the request to answer, when it is not the one received (a wrong-resource fault). */
+export async function dispatch(chain: FakeChain, req: IncomingMessage, url = req.url ?? '/'): Promise<Dispatched> {
   const method = req.method ?? 'GET';
-  const url = req.url ?? '/';
   const { path, query } = splitUrl(url);
   const ctx: RequestContext = { chain, method, url, path: trimSlash(path), query, params: [] };
   if (method === 'POST' && ctx.path === '/v2/transactions') return { reply: broadcastReply(await readBody(req)) };

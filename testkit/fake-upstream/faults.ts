@@ -50,7 +50,10 @@ export function matches(pattern: RegExp | undefined, url: string): boolean {
   return pattern.test(url);
 }
 
-export function fail(req: IncomingMessage, res: ServerResponse, how: FailureMode): void {
+/** A fault answered by dispatch (the other resource's answer), not here. */
+export const isWrongResource = (how: FailureMode): how is { answerAs: string } => typeof how === 'object' && 'answerAs' in how;
+
+export function fail(req: IncomingMessage, res: ServerResponse, how: Exclude<FailureMode, { answerAs: string }>): void {
   if (how === 'hang') return; // close() destroys the socket
   if (how === 'reset') {
     req.socket.destroy();
@@ -68,5 +71,6 @@ export function refuseUpgrade(socket: Duplex, how: FailureMode): void {
     return;
   }
   if (how === 'garbage') socket.end(GARBAGE_BODY);
+  else if (isWrongResource(how)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   else socket.end(`HTTP/1.1 ${how.status} ${STATUS_CODES[how.status] ?? ''}\r\nConnection: close\r\n\r\n`);
 }

@@ -11,7 +11,7 @@ import type { WebSocket } from 'ws';
 import { splitUrl } from '../fixtures.js';
 import { FakeChain } from './chain.js';
 import { dispatch } from './dispatch.js';
-import { fail, FaultPlan, matches, refuseUpgrade } from './faults.js';
+import { fail, FaultPlan, isWrongResource, matches, refuseUpgrade } from './faults.js';
 import { crashed, send } from './respond.js';
 import type { FailureMode, FakeUpstream, RecordedRequest } from './types.js';
 
@@ -126,9 +126,9 @@ export class FakeUpstreamServer implements FakeUpstream {
     this.record(req.method ?? 'GET', url, req.headers);
     const failure = this.faults.take(url);
     this.later(this.faults.delayFor(url), () => {
-      if (failure) fail(req, res, failure);
+      if (failure && !isWrongResource(failure)) fail(req, res, failure);
       else {
-        dispatch(this.chain, req)
+        dispatch(this.chain, req, failure?.answerAs)
           .then(({ reply, deprecated }) => send(req, res, reply, deprecated))
           .catch((error: unknown) => crashed(res, error));
       }

@@ -14,8 +14,12 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** How an injected failure answers: a status (with an optional body), or a transport-level fault. */
-export type FailureMode = { status: number; body?: string } | 'reset' | 'hang' | 'garbage';
+/**
+ * How an injected failure answers: a status (with an optional body), a transport-level fault, or
+ * a well-formed answer about another resource (`answerAs`: what the fake answers for that
+ * path and query instead, status, headers and body).
+ */
+export type FailureMode = { status: number; body?: string } | { answerAs: string } | 'reset' | 'hang' | 'garbage';
 
 export interface FakeUpstream {
   url: string;
