@@ -85,6 +85,8 @@ export const ConfigSchema = z
     chainTip: z
       .object({
         pollIntervalMs: positiveInt.describe('How often GET /extended is polled'),
+        pollTimeoutMs: positiveInt.describe('Longest one upstream tip poll is waited for'),
+        maxJumpBlocks: positiveInt.describe('A tip further ahead than this waits for confirmation'),
         reorgMaxWalk: positiveInt.describe('How far back a reorg fork point is searched'),
       })
       .strict(),

@@ -1,21 +1,29 @@
 /**
- * Tracks the upstream's chain tip by polling `GET /extended` with If-None-Match (a 304 until
- * a block arrives), detects reorgs (a new tip that does not extend the old one, fork-search.ts)
- * and learns which Stacks height is final (finality.ts). Each upstream's tip goes to the
- * upstream health owner, which decides from it which upstreams lag.
+ * Tracks the chain tip by polling each upstream's `GET /extended` with If-None-Match (a 304
+ * until a block arrives), each upstream on its own schedule: a hanging upstream delays only its
+ * own next poll, never the tip seen from another. Each answer is judged as it arrives, one at a
+ * time: which tip to believe (tip-evidence.ts: a far jump waits for confirmation), whether it
+ * is a reorg or a correction (a tip that does not extend the believed one, fork-search.ts), and
+ * which data is final (finality.ts: a verified watermark, never the tip alone). Each upstream's
+ * believable tip goes to the upstream health owner, which decides from it which upstreams lag.
  */
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
-import { FinalityWatermark } from './finality.js';
+import { FinalityWatermark, type BurnBlockAnswer } from './finality.js';
 import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
 import { ReorgLog } from './reorg-log.js';
+import { TipEvidence } from './tip-evidence.js';
 import type { ChainTip, ChainView } from './view.js';
 
 export type { ChainTip } from './view.js';
 
 export interface ChainTipSettings {
   pollIntervalMs: number;
+  /** Longest a poll of one upstream is waited for (by pollOnce and shutdown); its request may run on. */
+  pollTimeoutMs: number;
+  /** A tip or burn height further ahead of the believed tip than this waits for confirmation. */
+  maxJumpBlocks: number;
   burnConfirmations: number;
   /** How many blocks back a reorg's fork point is searched for before assuming the worst. */
   reorgMaxWalk: number;
@@ -49,13 +57,17 @@ export class ChainTipTracker {
   private currentOrigin: string | undefined;
   /** Last tip and ETag each upstream sent, for If-None-Match. */
   private readonly perUpstream = new Map<string, { etag: string; tip: ChainTip }>();
+  private readonly evidence: TipEvidence;
   private readonly finality: FinalityWatermark;
   private readonly reorgs = new ReorgLog();
   /** The reference for fork search. */
   private readonly history = new TipHistory();
   private snapshot: ChainView = { reorgs: [] };
-  private timer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> | undefined;
+  /** Each upstream's poll in flight (at most one), and its next scheduled one. */
+  private readonly polls = new Map<string, Promise<boolean>>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Answers are judged one at a time, in the order they arrive. */
+  private judging: Promise<unknown> = Promise.resolve();
   private stopped = false;
 
   constructor(
@@ -66,6 +78,7 @@ export class ChainTipTracker {
     private readonly telemetry: Telemetry = noopTelemetry,
   ) {
     this.finality = new FinalityWatermark(settings.burnConfirmations);
+    this.evidence = new TipEvidence({ maxJumpBlocks: settings.maxJumpBlocks });
   }
 
   get tip(): ChainTip | undefined {
@@ -76,88 +89,112 @@ export class ChainTipTracker {
     return this.snapshot;
   }
 
-  /** Polls every `pollIntervalMs` from now on (the caller usually awaited a first pollOnce). */
+  /** Polls each upstream every `pollIntervalMs` after its previous poll ended (the caller usually awaited a first pollOnce). */
   start(): void {
-    const schedule = (): void => {
-      if (this.stopped) return;
-      this.timer = setTimeout(() => void this.pollOnce().then(schedule), this.settings.pollIntervalMs);
-      this.timer.unref();
-    };
-    schedule();
+    for (const origin of this.upstream.origins) this.schedule(origin);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.polling;
-  }
-
-  /** One poll; concurrent calls share it. Never throws (errors go to telemetry). */
-  pollOnce(): Promise<void> {
-    this.polling ??= this.poll()
-      .catch((error: unknown) => this.telemetry.tipPollFailed(error))
-      .finally(() => (this.polling = undefined));
-    return this.polling;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.all([...this.polls.values()].map((poll) => this.within(poll)));
   }
 
   /**
-   * Polls every upstream (the poll is also their health check and lag measure); the highest
-   * tip any of them reports is the chain tip, and that upstream answers the follow-up checks.
+   * Polls every upstream once (joining a poll already in flight) and resolves when each has
+   * answered and been judged, or its `pollTimeoutMs` passed. Never throws (errors go to telemetry).
    */
-  private async poll(): Promise<void> {
-    const answers = await Promise.all(this.upstream.origins.map((origin) => this.pollUpstream(origin)));
-    let best: { origin: string; tip: ChainTip } | undefined;
-    for (const answer of answers) {
-      if (answer && (!best || answer.tip.height > best.tip.height)) best = answer;
+  async pollOnce(): Promise<void> {
+    const answered = await Promise.all(this.upstream.origins.map((origin) => this.within(this.pollUpstream(origin))));
+    if (!answered.includes(true)) this.telemetry.tipPollFailed(new Error('no upstream answered the chain tip poll in time'));
+  }
+
+  private schedule(origin: string): void {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(origin);
+      void this.pollUpstream(origin).then(() => this.schedule(origin));
+    }, this.settings.pollIntervalMs);
+    timer.unref();
+    this.timers.set(origin, timer);
+  }
+
+  /** One upstream's poll, judged once it answered; one at a time per upstream. True when it answered. */
+  private pollUpstream(origin: string): Promise<boolean> {
+    let poll = this.polls.get(origin);
+    if (!poll) {
+      poll = this.fetchTip(origin)
+        .then((tip) => (tip ? this.judgeInTurn(origin, tip).then(() => true) : false))
+        .catch((error: unknown) => {
+          this.telemetry.tipPollFailed(error);
+          return false;
+        })
+        .finally(() => this.polls.delete(origin));
+      this.polls.set(origin, poll);
     }
-    if (!best) throw new Error('no upstream answered the chain tip poll');
-    if (this.isLaggingView(best)) return;
-    if (best.tip.indexBlockHash !== this.current?.indexBlockHash) await this.advanceTo(best.tip, best.origin);
-    this.currentOrigin = best.origin;
-    const origin = best.origin;
-    await this.finality.advance(best.tip.burnHeight, (burnHeight) => this.stacksHeightAtBurn(burnHeight, origin));
-    this.publish();
+    return poll;
   }
 
-  /**
-   * A lower tip from another upstream than the one that gave the current tip means that one
-   * did not answer this time (or fell behind), not that the chain went back: a reorg to a lower
-   * height is only believed from the upstream that was leading.
-   */
-  private isLaggingView(best: { origin: string; tip: ChainTip }): boolean {
-    const current = this.current;
-    if (!current || best.tip.height >= current.height) return false;
-    return best.origin !== this.currentOrigin || this.history.at(best.tip.height) === best.tip.indexBlockHash;
+  /** The poll's own timeout: false when it has not ended within `pollTimeoutMs`. */
+  private within(poll: Promise<boolean>): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.settings.pollTimeoutMs);
+      timer.unref();
+    });
+    return Promise.race([poll, timeout]).finally(() => clearTimeout(timer));
   }
 
   /** One upstream's tip: a 304 repeats the last one it sent. Failures leave it out. */
-  private async pollUpstream(origin: string): Promise<{ origin: string; tip: ChainTip } | undefined> {
+  private async fetchTip(origin: string): Promise<ChainTip | undefined> {
     const known = this.perUpstream.get(origin);
     const headers: Record<string, string> = known ? { 'if-none-match': known.etag } : {};
-    let response;
-    try {
-      response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers });
-    } catch (error) {
-      this.telemetry.tipPollFailed(error);
-      return undefined;
-    }
-    if (response.status === 304 && known) return { origin, tip: known.tip };
+    const response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers });
+    if (response.status === 304 && known) return known.tip;
     const tip = response.status === 200 ? parseJson<StatusBody>(response.body)?.chain_tip : undefined;
     if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
-      this.telemetry.tipPollFailed(new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`));
-      return undefined;
+      throw new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`);
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
     if (response.headers.etag) this.perUpstream.set(origin, { etag: response.headers.etag, tip: parsed });
-    this.health.reportTip(origin, parsed.height);
-    return { origin, tip: parsed };
+    return parsed;
+  }
+
+  private judgeInTurn(origin: string, tip: ChainTip): Promise<void> {
+    const turn = this.judging.then(() => this.judge(origin, tip));
+    this.judging = turn.catch(() => undefined);
+    return turn;
+  }
+
+  /**
+   * What one upstream's tip means: a held jump is neither believed nor reported as that
+   * upstream's height (it would make every other upstream look lagging); a believed tip is
+   * checked against the chain (reorg or correction) and moves the finality watermark.
+   */
+  private async judge(origin: string, tip: ChainTip): Promise<void> {
+    const believed = this.current && this.currentOrigin ? { tip: this.current, origin: this.currentOrigin } : undefined;
+    const judgement = this.evidence.judge(origin, tip, believed);
+    if (judgement.kind === 'hold') {
+      this.telemetry.tipJumpHeld(origin, this.current ?? tip, tip);
+      return;
+    }
+    this.health.reportTip(origin, tip.height);
+    if (judgement.kind === 'keep') {
+      if (judgement.leader) this.currentOrigin = judgement.leader;
+      return;
+    }
+    await this.advanceTo(tip, origin);
+    this.currentOrigin = origin;
+    await this.finality.advance(tip, (burnHeight) => this.blockAtBurn(burnHeight, origin));
+    this.publish();
   }
 
   private async advanceTo(next: ChainTip, origin: string): Promise<void> {
     const previous = this.current;
     const hashAt = (height: number) => this.canonicalHashAt(height, origin);
     if (previous && !(await extendsTip(previous, next.height, hashAt))) {
+      // A reorg, or the correction of a wrong tip: what was validated under the old one is suspect.
       const forkHeight = await findForkHeight(Math.min(previous.height, next.height), this.settings.reorgMaxWalk, this.history, hashAt);
       const record = { at: this.clock(), forkHeight };
       this.reorgs.add(record);
@@ -168,6 +205,8 @@ export class ChainTipTracker {
     this.current = next;
     this.history.remember(next.height, next.indexBlockHash);
     this.telemetry.tipChanged(next);
+    // Published at once: entries validated from here on carry the new tip.
+    this.publish();
   }
 
   private async canonicalHashAt(height: number, origin: string): Promise<string | undefined> {
@@ -176,11 +215,11 @@ export class ChainTipTracker {
     return parseJson<{ index_block_hash?: string }>(response.body)?.index_block_hash;
   }
 
-  private async stacksHeightAtBurn(burnHeight: number, origin: string): Promise<number | undefined> {
+  private async blockAtBurn(burnHeight: number, origin: string): Promise<BurnBlockAnswer | undefined> {
     const response = await this.upstream.getFrom(origin, { path: `/extended/v1/block/by_burn_block_height/${burnHeight}`, route: 'chain_tip' });
-    if (response.status !== 200) return undefined;
-    const block = parseJson<{ height?: number; canonical?: boolean }>(response.body);
-    return typeof block?.height === 'number' && block.canonical !== false ? block.height : undefined;
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) throw new Error(`by_burn_block_height/${burnHeight} of ${origin} answered ${response.status}`);
+    return parseJson<BurnBlockAnswer>(response.body) ?? {};
   }
 
   private publish(): void {
@@ -189,8 +228,8 @@ export class ChainTipTracker {
       tipHash: tip?.indexBlockHash,
       tipHeight: tip?.height,
       burnHeight: tip?.burnHeight,
-      finalBurnHeight: tip ? this.finality.finalBurnHeight(tip.burnHeight) : undefined,
-      finalStacksHeight: this.finality.finalStacksHeight,
+      finalBurnHeight: this.finality.finalBurnHeight(tip),
+      finalStacksHeight: this.finality.finalStacksHeight(tip),
       reorgs: this.reorgs.list(),
     };
   }

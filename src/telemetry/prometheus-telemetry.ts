@@ -232,6 +232,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.logger.warn({ forkHeight, from, to }, 'chain reorg detected');
   }
 
+  tipJumpHeld(upstream: string, believed: TipLike, reported: TipLike): void {
+    this.logger.warn({ upstream, believed, reported }, 'chain tip jump not believed until confirmed');
+  }
+
   passthroughAnswered(upstream: string, status: number, seconds: number): void {
     this.upstreamRequests(upstream, 'passthrough', String(status)).inc();
     this.upstreamDurations(upstream, 'passthrough').observe(seconds);

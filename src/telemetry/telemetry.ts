@@ -64,6 +64,8 @@ export interface Telemetry {
   /** Every failed poll; logged as a warning when failures start, at debug level while they last. */
   tipPollFailed(error: unknown): void;
   reorgDetected(forkHeight: number, from: TipLike, to: TipLike): void;
+  /** An upstream's tip jumped far beyond the believed one: held until confirmed. */
+  tipJumpHeld(upstream: string, believed: TipLike, reported: TipLike): void;
 
   passthroughAnswered(upstream: string, status: number, seconds: number): void;
   passthroughFailed(upstream: string, error: unknown): void;
@@ -91,6 +93,7 @@ class NoopTelemetry implements Telemetry {
   tipPollSucceeded(): void {}
   tipPollFailed(): void {}
   reorgDetected(): void {}
+  tipJumpHeld(): void {}
   passthroughAnswered(): void {}
   passthroughFailed(): void {}
 }

@@ -186,6 +186,14 @@ describe('domain events', () => {
     expect(lines).toEqual([{ level: LEVEL.warn, forkHeight: 8, from, to, msg: 'chain reorg detected' }]);
   });
 
+  it('tipJumpHeld warns with the upstream and both tips', () => {
+    const { telemetry, lines } = telemetryWithLog();
+    const believed = { height: 10, burnHeight: 5, indexBlockHash: '0xaa' };
+    const reported = { height: 1010, burnHeight: 1005, indexBlockHash: '0xbb' };
+    telemetry.tipJumpHeld('http://a', believed, reported);
+    expect(lines).toEqual([{ level: LEVEL.warn, upstream: 'http://a', believed, reported, msg: 'chain tip jump not believed until confirmed' }]);
+  });
+
   it('passthrough answers and failures count as upstream requests of route passthrough', async () => {
     const { telemetry, lines } = telemetryWithLog();
     telemetry.passthroughAnswered('http://a', 201, 0.05);
@@ -372,7 +380,7 @@ describe('noopTelemetry', () => {
     const real = telemetryWithLog().telemetry;
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(23);
+    expect(events.length).toBe(24);
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {

@@ -15,7 +15,7 @@ const DEFAULT_LIMIT = 20;
 export const transferEtag = ({ chain, params: [, txId = ''] }: RequestContext) => chain.txEtag(txId);
 
 export function statusReply({ chain }: RequestContext): Reply {
-  const tip = chain.tipBlock();
+  const tip = chain.reportedTip();
   const chain_tip = {
     block_height: tip.height,
     block_hash: tip.hash,

@@ -30,6 +30,8 @@ export class FakeChain {
   private mempoolMicros: number;
   private burnHeight: number;
   private seq = 0;
+  /** How far ahead of the real tip GET /extended claims to be (a node with a wrong view). */
+  private tipJump = 0;
 
   constructor() {
     const { blocks, txs } = recordedChain();
@@ -46,6 +48,24 @@ export class FakeChain {
     const tip = this.canonical.at(-1);
     if (!tip) throw new Error('the chain has no blocks');
     return tip.block;
+  }
+
+  /** The tip GET /extended reports: the real one, or a made-up one `tipJump` blocks (and burn blocks) ahead. */
+  reportedTip(): Pick<NakamotoBlock, 'height' | 'hash' | 'index_block_hash' | 'burn_block_height'> {
+    const tip = this.tipBlock();
+    if (this.tipJump === 0) return tip;
+    const height = tip.height + this.tipJump;
+    return {
+      height,
+      hash: `0x${sha256Hex(`fake-upstream:jumped-block:${height}`)}`,
+      index_block_hash: `0x${sha256Hex(`fake-upstream:jumped-index-block:${height}`)}`,
+      burn_block_height: tip.burn_block_height + this.tipJump,
+    };
+  }
+
+  jumpTip(blocks: number): void {
+    assertCount(blocks, 0, 'jumpTip(blocks)');
+    this.tipJump = blocks;
   }
 
   blockAtHeight(height: number): NakamotoBlock | undefined {

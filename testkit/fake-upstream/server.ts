@@ -82,6 +82,10 @@ export class FakeUpstreamServer implements FakeUpstream {
     this.chain.advance(blocks);
   }
 
+  jumpTip(blocks: number): void {
+    this.chain.jumpTip(blocks);
+  }
+
   reorg(depth: number): void {
     this.chain.reorg(depth);
   }

@@ -32,6 +32,11 @@ export interface FakeUpstream {
   tip(): { height: number; index_block_hash: string; block_hash: string; burn_block_height: number };
   /** Appends `blocks` (default 1) empty canonical blocks, each one burn block higher. */
   advanceTip(blocks?: number): void;
+  /**
+   * GET /extended reports a made-up tip `blocks` Stacks and burn blocks ahead of the real one
+   * (as a node with a wrong view would), until called with 0; nothing else changes.
+   */
+  jumpTip(blocks: number): void;
   /** Orphans the last `depth` blocks and mines `depth + 1` new ones from the fork point. */
   reorg(depth: number): void;
   /** Adds a pending token transfer (a copy of the recorded pending tx); returns its id. */

@@ -1,0 +1,126 @@
+/**
+ * Tip belief and the finality watermark as pure logic: which upstream report becomes the tip
+ * (tip-evidence.ts) and which by_burn_block_height answers may move the watermark (finality.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { FinalityWatermark, type BurnBlockAnswer } from '../../src/chain/finality.js';
+import { TipEvidence, type BelievedTip } from '../../src/chain/tip-evidence.js';
+import type { ChainTip } from '../../src/chain/view.js';
+
+const tip = (height: number, burnHeight = height + 100, hash = `0x${height}`): ChainTip => ({ height, burnHeight, indexBlockHash: hash });
+const A = 'http://a';
+const B = 'http://b';
+const believedFrom = (origin: string, at: ChainTip): BelievedTip => ({ origin, tip: at });
+
+describe('TipEvidence', () => {
+  const evidence = () => new TipEvidence({ maxJumpBlocks: 10 });
+
+  it('believes the first tip and any step up to maxJumpBlocks ahead (Stacks and burn)', () => {
+    const e = evidence();
+    expect(e.judge(A, tip(50), undefined)).toEqual({ kind: 'believe' });
+    expect(e.judge(A, tip(60), believedFrom(A, tip(50)))).toEqual({ kind: 'believe' });
+    expect(e.judge(A, tip(50), believedFrom(A, tip(50)))).toEqual({ kind: 'keep' });
+  });
+
+  it('holds a jump of the Stacks or the burn height until the same upstream shows it again', () => {
+    const e = evidence();
+    const current = believedFrom(A, tip(50));
+    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
+    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'believe' });
+    expect(e.judge(A, tip(51, 1151), current)).toEqual({ kind: 'hold' });
+    expect(e.judge(A, tip(52, 1152), current)).toEqual({ kind: 'believe' }); // a little higher is the same view, moving on
+  });
+
+  it('forgets a held jump when the next poll shows something else', () => {
+    const e = evidence();
+    const current = believedFrom(A, tip(50));
+    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
+    expect(e.judge(A, tip(50), current)).toEqual({ kind: 'keep' });
+    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
+    expect(e.judge(A, tip(2050), current)).toEqual({ kind: 'hold' }); // another jump from the held one
+  });
+
+  it('believes a jump another upstream reports near it', () => {
+    const e = evidence();
+    const current = believedFrom(A, tip(50));
+    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
+    expect(e.judge(B, tip(1048, 1148, '0xother'), current)).toEqual({ kind: 'believe' });
+  });
+
+  it('takes a lower tip from the leader as a reorg or correction, and from another upstream as that one lagging', () => {
+    const e = evidence();
+    const current = believedFrom(A, tip(1050));
+    expect(e.judge(B, tip(50), current)).toEqual({ kind: 'keep' });
+    expect(e.judge(A, tip(50), current)).toEqual({ kind: 'believe' });
+  });
+
+  it('keeps the tip when the leader goes back while another upstream still shows it, and hands that one the lead', () => {
+    const e = evidence();
+    const current = believedFrom(A, tip(60));
+    e.judge(B, tip(60), current);
+    expect(e.judge(A, tip(59), current)).toEqual({ kind: 'keep', leader: B });
+  });
+});
+
+describe('FinalityWatermark', () => {
+  const TIP = tip(50, 136);
+  const canonicalAt = (height: number, burnHeight: number): BurnBlockAnswer => ({ height, burn_block_height: burnHeight, canonical: true });
+
+  async function advanced(answers: Record<number, BurnBlockAnswer>, at = TIP) {
+    const watermark = new FinalityWatermark(6);
+    const asked: number[] = [];
+    await watermark.advance(at, (burnHeight) => {
+      asked.push(burnHeight);
+      return Promise.resolve(answers[burnHeight]);
+    });
+    return { watermark, asked };
+  }
+
+  it('knows nothing final before a watermark was verified', () => {
+    const watermark = new FinalityWatermark(6);
+    expect([watermark.finalBurnHeight(TIP), watermark.finalStacksHeight(TIP)]).toEqual([undefined, undefined]);
+  });
+
+  it('moves to a canonical block anchored exactly at burn tip minus confirmations', async () => {
+    const { watermark, asked } = await advanced({ 130: canonicalAt(36, 130) });
+    expect(asked).toEqual([130]);
+    expect([watermark.finalBurnHeight(TIP), watermark.finalStacksHeight(TIP)]).toEqual([130, 36]);
+  });
+
+  it('walks down past burn blocks without a canonical Stacks block', async () => {
+    const { watermark, asked } = await advanced({ 129: { ...canonicalAt(35, 129), canonical: false }, 128: canonicalAt(30, 128) });
+    expect(asked).toEqual([130, 129, 128]);
+    expect([watermark.finalBurnHeight(TIP), watermark.finalStacksHeight(TIP)]).toEqual([128, 30]);
+  });
+
+  it.each([
+    ['another burn block', canonicalAt(36, 131)],
+    ['a block above the believed tip', canonicalAt(51, 130)],
+    ['a block without a height', { burn_block_height: 130, canonical: true }],
+  ])('does not move for %s', async (_name, answer) => {
+    const { watermark } = await advanced({ 130: answer });
+    expect(watermark.finalBurnHeight(TIP)).toBeUndefined();
+  });
+
+  it('asks once per target, and again after a reorg drops a watermark above the fork', async () => {
+    const { watermark } = await advanced({ 130: canonicalAt(36, 130) });
+    let asks = 0;
+    const answer = () => {
+      asks++;
+      return Promise.resolve(canonicalAt(36, 130));
+    };
+    await watermark.advance(TIP, answer);
+    expect(asks).toBe(0);
+    watermark.lowerTo(40); // below the fork nothing changes, but it is asked again
+    expect(watermark.finalStacksHeight(TIP)).toBe(36);
+    watermark.lowerTo(30);
+    expect(watermark.finalStacksHeight(TIP)).toBeUndefined();
+    await watermark.advance(TIP, answer);
+    expect([asks, watermark.finalStacksHeight(TIP)]).toEqual([1, 36]);
+  });
+
+  it('never reports finality above a lower tip it was corrected to', async () => {
+    const { watermark } = await advanced({ 130: canonicalAt(36, 130) });
+    expect([watermark.finalBurnHeight(tip(30, 120)), watermark.finalStacksHeight(tip(30, 120))]).toEqual([114, 30]);
+  });
+});
