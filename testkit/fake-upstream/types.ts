@@ -14,8 +14,12 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** How an injected failure answers: a status (with an optional body), or a transport-level fault. */
-export type FailureMode = { status: number; body?: string } | 'reset' | 'hang' | 'garbage';
+/**
+ * How an injected failure answers: a status (with an optional body, and headers that replace or
+ * add to the JSON defaults, e.g. `retry-after` or `content-type`), or a transport-level fault.
+ * `stall-body`: a 200 whose headers and first body bytes arrive, then nothing more.
+ */
+export type FailureMode = { status: number; body?: string; headers?: Record<string, string> } | 'reset' | 'hang' | 'garbage' | 'stall-body';
 
 export interface FakeUpstream {
   url: string;
