@@ -149,6 +149,7 @@ describe('rate-limited upstreams', () => {
     expect(stale.headers.get('x-cache')).toBe('STALE');
     expect(stale.body.equals(cached.body)).toBe(true);
     expect(upstream.count()).toBe(1); // not retried on the upstream that limits
+    expect(await metricValue(proxy, 'stacks_proxy_stale_served_total', { route: 'mempool_fees', reason: 'rate_limited' })).toBe(1);
 
     const refused = await fetchRaw(proxy.url + BLOCK);
     expect(refused.status).toBe(503);
