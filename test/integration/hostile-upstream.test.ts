@@ -135,6 +135,18 @@ describe('rate-limited upstreams', () => {
     expect(limited.count('/extended/v2/blocks/5')).toBe(1); // the first in order again
   });
 
+  it('takes a 429 to the tip poll as a limit for reads too', async () => {
+    const clock = manualClock();
+    const [limited, other] = [await fakeUpstream(), await fakeUpstream()];
+    const proxy = await proxyFor([limited, other], { now: clock.now });
+    limited.failNext(1, { status: 429, headers: { 'retry-after': '30' } }, /\/extended$/);
+    await proxy.tracker.pollOnce();
+    limited.resetCounts();
+    expect((await fetchRaw(proxy.url + BLOCK)).status).toBe(200);
+    expect([limited.count(), other.count(BLOCK)]).toEqual([0, 1]);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { upstream: limited.url, kind: 'rate_limited' })).toBe(1);
+  });
+
   it('with every upstream limiting: the stale copy where one exists, else 503 with Retry-After in the upstream shape', async () => {
     const clock = manualClock();
     const upstream = await fakeUpstream();
