@@ -11,13 +11,16 @@ export interface RetryAfterSettings {
 }
 
 const DELTA_SECONDS = /^\d+$/;
+// Every HTTP-date form (IMF-fixdate, RFC 850, asctime) starts with a day name; Date.parse
+// alone would also read "-5" or "1.5" as dates.
+const HTTP_DATE = /^(mon|tue|wed|thu|fri|sat|sun)/i;
 
 /** `now` is the proxy's clock, against which an HTTP-date is measured. */
 export function retryAfterMs(value: string | undefined, now: number, settings: RetryAfterSettings): number {
   const text = value?.trim() ?? '';
   let wait: number | undefined;
   if (DELTA_SECONDS.test(text)) wait = Number(text) * 1000;
-  else if (text !== '') {
+  else if (HTTP_DATE.test(text)) {
     const at = Date.parse(text);
     if (Number.isFinite(at)) wait = Math.max(0, at - now);
   }
