@@ -42,6 +42,9 @@ const PURE = [
   'src/chain/reorg-log.ts',
   'src/upstream/breaker.ts',
   'src/upstream/errors.ts',
+  'src/upstream/answer-verdict.ts',
+  'src/upstream/retry-after.ts',
+  'src/upstream/outgoing-headers.ts',
 ];
 const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
 

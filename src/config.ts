@@ -8,10 +8,41 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { projectRoot } from './paths.js';
 import { parseRedisUrl, redactRedisUrl } from './cache/redis-url.js';
+import { API_KEY_HEADER, refusedHeader } from './upstream/outgoing-headers.js';
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+/**
+ * An upstream is named by its origin: the proxy sends the API's own paths (/extended/...,
+ * /v2/...) there, as the upstream publishes them. A path prefix would be dropped without a
+ * word, so it is refused, as are a query and a fragment.
+ */
+const upstreamUrl = httpUrl.superRefine((url, ctx) => {
+  const parsed = URL.parse(url);
+  if (parsed === null) return; // httpUrl has said so already
+  if (parsed.pathname !== '/' || parsed.search !== '' || parsed.hash !== '') {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be an upstream's base URL without a path, query or fragment (got "${parsed.pathname}${parsed.search}${parsed.hash}"): requests go to the API's own paths (/extended/..., /v2/...) on that origin; a path prefix is not supported`,
+    });
+  }
+});
+
+/** Header name to value, lower-cased; names and values an operator may not set are refused. */
+const headerMap = z
+  .record(z.string(), z.string())
+  .superRefine((headers, ctx) => {
+    for (const [name, value] of Object.entries(headers)) {
+      const why = refusedHeader(name, value);
+      if (why) ctx.addIssue({ code: 'custom', message: why, path: [name] });
+    }
+  })
+  .transform((headers) => Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value])));
+
+/** `url`'s origin; a URL that does not parse (reported by its own check) is kept as it is. */
+const originOf = (url: string): string => URL.parse(url)?.origin ?? url;
 
 export const ConfigSchema = z
   .object({
@@ -26,7 +57,18 @@ export const ConfigSchema = z
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).describe('pino log level (LOG_LEVEL)'),
     upstream: z
       .object({
-        urls: z.array(httpUrl).min(1).describe('Upstream API base URLs, tried in order (UPSTREAM_URLS)'),
+        urls: z.array(upstreamUrl).min(1).describe('Upstream API base URLs, tried in order (UPSTREAM_URLS)'),
+        apiKey: z
+          .string()
+          .min(1)
+          .refine((key) => refusedHeader(API_KEY_HEADER, key) === undefined, 'must not contain control characters')
+          .nullable()
+          .describe('Sent as x-api-key on every upstream request (UPSTREAM_API_KEY); never logged'),
+        headers: headerMap.describe('Headers sent on every upstream request'),
+        headersByUrl: z
+          .record(httpUrl, headerMap)
+          .transform((byUrl) => Object.fromEntries(Object.entries(byUrl).map(([url, headers]) => [originOf(url), headers])))
+          .describe('Per upstream URL (one of upstream.urls): headers merged over the others for that upstream'),
         connectTimeoutMs: positiveInt,
         headersTimeoutMs: positiveInt,
         bodyTimeoutMs: positiveInt,
@@ -34,14 +76,29 @@ export const ConfigSchema = z
         connectionsPerUpstream: positiveInt,
         maxConcurrent: positiveInt.describe('Requests in flight to one upstream; more wait in its queue'),
         maxQueue: nonNegativeInt.describe('Requests waiting for one upstream; more are refused (503)'),
-        maxAttempts: positiveInt.describe('Attempts per request across upstreams (1 = no retry)'),
+        maxAttempts: z
+          .number()
+          .int()
+          .min(1)
+          .max(2, 'must be 1 or 2: a client request costs the upstreams at most two requests')
+          .describe('Attempts per request across upstreams (1 = no retry, 2 = one retry)'),
         retryBackoffMs: positiveInt.describe('First retry pause; doubles per retry, with jitter'),
         requestDeadlineMs: positiveInt.describe('Total time for all attempts of one upstream request'),
         failureThreshold: positiveInt.describe('Consecutive failures that open an upstream circuit breaker'),
         cooldownMs: positiveInt.describe('How long a breaker stays open before one trial request'),
         maxLagBlocks: nonNegativeInt.describe('An upstream this many blocks behind the best tip is not read from'),
+        retryAfterDefaultMs: positiveInt.describe('How long a 429 without a usable Retry-After leaves the upstream alone'),
+        retryAfterMaxMs: positiveInt.describe('The longest one 429 leaves an upstream alone, whatever its Retry-After says'),
       })
-      .strict(),
+      .strict()
+      .superRefine((upstream, ctx) => {
+        const origins = new Set(upstream.urls.map(originOf));
+        for (const origin of Object.keys(upstream.headersByUrl)) {
+          if (!origins.has(origin)) {
+            ctx.addIssue({ code: 'custom', message: `${origin} is not one of upstream.urls`, path: ['headersByUrl', origin] });
+          }
+        }
+      }),
     redis: z
       .object({
         url: z
@@ -148,9 +205,12 @@ function fromEnv(env: Record<string, string | undefined>): Json {
   }
   if (env.HOST !== undefined) server.host = env.HOST;
   if (Object.keys(server).length > 0) out.server = server;
+  const upstream: Json = {};
   if (env.UPSTREAM_URLS !== undefined) {
-    out.upstream = { urls: env.UPSTREAM_URLS.split(',').map((u) => u.trim()).filter((u) => u.length > 0) };
+    upstream.urls = env.UPSTREAM_URLS.split(',').map((u) => u.trim()).filter((u) => u.length > 0);
   }
+  if (env.UPSTREAM_API_KEY !== undefined) upstream.apiKey = env.UPSTREAM_API_KEY.trim() === '' ? null : env.UPSTREAM_API_KEY.trim();
+  if (Object.keys(upstream).length > 0) out.upstream = upstream;
   if (env.REDIS_URL !== undefined) out.redis = { url: env.REDIS_URL.trim() === '' ? null : env.REDIS_URL.trim() };
   if (env.LOG_LEVEL !== undefined) out.logLevel = env.LOG_LEVEL;
   return out;
@@ -160,6 +220,7 @@ const ENV_NAMES: Record<string, string> = {
   'server.port': 'PORT',
   'server.host': 'HOST',
   'upstream.urls': 'UPSTREAM_URLS',
+  'upstream.apiKey': 'UPSTREAM_API_KEY',
   'redis.url': 'REDIS_URL',
   logLevel: 'LOG_LEVEL',
 };
@@ -181,7 +242,15 @@ export function loadConfig(
   throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
 }
 
-/** The settings worth logging at start-up, with credentials removed. */
+const REDACTED = '***';
+
+const redactValues = (headers: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED]));
+
+/**
+ * The settings worth logging at start-up, with credentials removed: the API key, every
+ * configured header value (any of them may be a credential) and URL passwords.
+ */
 export function redactedConfig(config: Config): Config {
   const strip = (url: string): string => {
     try {
@@ -194,7 +263,13 @@ export function redactedConfig(config: Config): Config {
   };
   return {
     ...config,
-    upstream: { ...config.upstream, urls: config.upstream.urls.map(strip) },
+    upstream: {
+      ...config.upstream,
+      urls: config.upstream.urls.map(strip),
+      apiKey: config.upstream.apiKey === null ? null : REDACTED,
+      headers: redactValues(config.upstream.headers),
+      headersByUrl: Object.fromEntries(Object.entries(config.upstream.headersByUrl).map(([origin, headers]) => [origin, redactValues(headers)])),
+    },
     redis: { ...config.redis, url: config.redis.url === null ? null : redactRedisUrl(config.redis.url) },
   };
 }

@@ -77,6 +77,17 @@ const FAILURE_REPLIES: Readonly<Record<FailureKind, FailureReply>> = {
   '5xx': UNAVAILABLE,
   invalid: UNAVAILABLE,
   passthrough: UNAVAILABLE,
+  // Retry-After is added per answer: the wait the upstreams asked for.
+  rate_limited: failure(503, 'The upstream API is rate limiting this proxy; retry after the time in Retry-After'),
 };
 
-export const failureReply = (kind: FailureKind): FailureReply => FAILURE_REPLIES[kind];
+/**
+ * The answer for a failure kind. `retryAfterMs` (a rate limit's remaining pause) becomes a
+ * Retry-After in whole seconds, at least 1, so that clients wait out what the upstream asked.
+ */
+export function failureReply(kind: FailureKind, retryAfterMs?: number): FailureReply {
+  const reply = FAILURE_REPLIES[kind];
+  if (kind !== 'rate_limited') return reply;
+  const seconds = Math.max(1, Math.ceil((retryAfterMs ?? 0) / 1000));
+  return { ...reply, headers: ['retry-after', String(seconds)] };
+}

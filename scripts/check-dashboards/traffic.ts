@@ -92,9 +92,9 @@ export class TrafficMix {
     await this.withSlowUpstream(paths, () => Promise.all(paths.map((path) => this.get(this.peer, path))));
   }
 
-  /** A 500 and a reset, through every retry, on keys not cached: the client gets the 500 and a 502. */
+  /** A 503 and a reset, through every retry, on keys not cached: the client gets the 503 and a 502. */
   private async upstreamFailures(): Promise<void> {
-    await this.getFailing(`/extended/v1/tx/${unknownTxId()}`, { status: 500 });
+    await this.getFailing(`/extended/v1/tx/${unknownTxId()}`, { status: 503 });
     await this.getFailing(`/extended/v1/tx/${unknownTxId()}`, 'reset');
   }
 
@@ -111,7 +111,7 @@ export class TrafficMix {
     await sleep(MEMPOOL_TTL_MS + STALE_WHILE_REVALIDATE_MS + 50);
     this.upstream.setMempoolChanged();
     await this.get(this.main, UNCHANGED_PATH, CHANGING_PATH);
-    await this.getFailing(FAILING_PATH, { status: 500 });
+    await this.getFailing(FAILING_PATH, { status: 503 });
     await this.getFailing(FAILING_PATH, 'reset');
   }
 

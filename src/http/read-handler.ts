@@ -82,7 +82,7 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
           return;
         }
         record.upstreamError = error.kind;
-        const failure = failureReply(error.kind);
+        const failure = failureReply(error.kind, error.retryAfterMs);
         record.status = sendError(res, failure, 'MISS', [...failure.headers, ...record.headers]);
       },
     );

@@ -89,7 +89,7 @@ export const METRICS = {
     ['upstream', 'route'],
     LATENCY_BUCKETS,
   ),
-  upstreamErrors: counter('stacks_proxy_upstream_errors_total', 'Upstream failures by upstream and kind (timeout, connect, reset, 5xx, invalid).', [
+  upstreamErrors: counter('stacks_proxy_upstream_errors_total', 'Upstream failures by upstream and kind (timeout, connect, reset, 5xx, invalid, rate_limited). A JSON 4xx/500 from the upstream handler for one input is an answer, not counted.', [
     'upstream',
     'kind',
   ]),

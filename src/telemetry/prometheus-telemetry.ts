@@ -182,10 +182,13 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.m.reorgPurged.inc();
   }
 
-  upstreamAnswered(upstream: string, route: string, status: number, seconds: number): void {
+  upstreamAnswered(upstream: string, route: string, status: number, seconds: number, failure?: { kind: string; message: string }): void {
     this.upstreamRequests(upstream, route, String(status)).inc();
     this.upstreamDurations(upstream, route).observe(seconds);
-    if (status >= 500) this.upstreamErrors(upstream, '5xx').inc();
+    if (!failure) return;
+    // A handler's refusal of one input (a JSON 500 or 4xx) is an answer, not an upstream error.
+    this.upstreamErrors(upstream, failure.kind).inc();
+    this.logger.debug({ upstream, route, status, kind: failure.kind, err: failure.message }, 'upstream request failed');
   }
 
   upstreamFailed(upstream: string, route: string, error: { kind: string; message: string }): void {

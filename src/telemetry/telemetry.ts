@@ -52,7 +52,11 @@ export interface Telemetry {
   staleServed(route: string, reason: string): void;
   reorgPurged(): void;
 
-  upstreamAnswered(upstream: string, route: string, status: number, seconds: number): void;
+  /**
+   * An HTTP answer from an upstream; `failure` when the answer is a failure of that upstream
+   * (a 429, a gateway 5xx, an unsolicited 304), counted under its kind.
+   */
+  upstreamAnswered(upstream: string, route: string, status: number, seconds: number, failure?: { kind: string; message: string }): void;
   upstreamFailed(upstream: string, route: string, error: { kind: string; message: string }): void;
   upstreamRetried(upstream: string, route: string, reason: string): void;
   breakerChanged(upstream: string, state: 'open' | 'closed'): void;

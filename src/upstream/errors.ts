@@ -1,23 +1,29 @@
 /**
- * Transport failures toward an upstream. An upstream's HTTP answer, whatever its status,
- * is data and is returned; only these are thrown.
+ * Failures of an upstream: a transport failure (thrown by undici and classified here), or an
+ * HTTP answer that is not an answer to the request (a 429, a gateway 5xx, an unsolicited 304,
+ * a body that is not what it claims; see answer-verdict.ts).
  */
 /**
  * timeout: no answer in time; connect: unreachable (or no healthy upstream); reset: the
  * connection broke; 5xx: an upstream server error; invalid: a body that is not what it
- * claims; overloaded: every usable upstream's request queue is full.
+ * claims; overloaded: every usable upstream's request queue is full; rate_limited: the
+ * upstream answered 429 (or every usable upstream is inside a Retry-After it sent).
  */
-export type UpstreamErrorKind = 'timeout' | 'connect' | 'reset' | '5xx' | 'invalid' | 'overloaded';
+export type UpstreamErrorKind = 'timeout' | 'connect' | 'reset' | '5xx' | 'invalid' | 'overloaded' | 'rate_limited';
 
 export class UpstreamError extends Error {
+  /** For `rate_limited`: how long the upstream asked to be left alone (milliseconds). */
+  readonly retryAfterMs?: number;
+
   constructor(
     readonly kind: UpstreamErrorKind,
     readonly upstream: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(message, options);
     this.name = 'UpstreamError';
+    if (options?.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
   }
 }
 

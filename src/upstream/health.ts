@@ -1,6 +1,6 @@
 /**
- * The one owner of upstream health: each upstream's circuit breaker, its last reported tip
- * and whether it lags the best tip. The client asks it which upstream to try next and tells
+ * The one owner of upstream health: each upstream's circuit breaker, its last reported tip,
+ * whether it lags the best tip, and the Retry-After its last 429 asked for. The client asks it which upstream to try next and tells
  * it how each attempt went; the chain tracker reports each upstream's tip; /ready and
  * metrics read status(). Time comes from the injected clock.
  */
@@ -18,6 +18,8 @@ export interface HealthStatus {
   breaker: BreakerState;
   tipHeight?: number;
   lagBlocks?: number;
+  /** Milliseconds left of the Retry-After of its last 429, while it lasts. */
+  rateLimitedMs?: number;
   usable: boolean;
 }
 
@@ -26,6 +28,8 @@ interface Tracked {
   breaker: CircuitBreaker;
   tipHeight?: number;
   lagging: boolean;
+  /** Until then (clock time) the upstream is sent nothing: it answered 429. */
+  limitedUntil: number;
 }
 
 export class UpstreamHealth {
@@ -37,7 +41,7 @@ export class UpstreamHealth {
     private readonly clock: Clock,
     private readonly telemetry: Telemetry = noopTelemetry,
   ) {
-    this.upstreams = origins.map((origin) => ({ origin, breaker: new CircuitBreaker(settings), lagging: false }));
+    this.upstreams = origins.map((origin) => ({ origin, breaker: new CircuitBreaker(settings), lagging: false, limitedUntil: 0 }));
   }
 
   status(): HealthStatus[] {
@@ -47,6 +51,7 @@ export class UpstreamHealth {
       breaker: u.breaker.state(now),
       tipHeight: u.tipHeight,
       lagBlocks: this.lagOf(u, now),
+      rateLimitedMs: u.limitedUntil > now ? u.limitedUntil - now : undefined,
       usable: this.isUsable(u, now),
     }));
   }
@@ -79,18 +84,48 @@ export class UpstreamHealth {
    * The usable upstream to try next, its breaker slot taken: ones not tried yet first, then
    * those at the best tip (an answer from one a block behind would be stored as current), then
    * configured order. Lagging upstreams only when nothing else is left: old data beats none.
+   * A rate-limited upstream is not sent anything until its Retry-After has passed.
    */
   acquire(tried: ReadonlySet<string>): string | undefined {
     const now = this.clock();
     const rank = (u: Tracked): number => (tried.has(u.origin) ? 2 : 0) + (u.lagging ? 4 : 0) + ((this.lagOf(u, now) ?? 0) > 0 ? 1 : 0);
     const order = this.upstreams.map((u, index) => ({ u, index })).sort((a, b) => rank(a.u) - rank(b.u) || a.index - b.index);
     for (const { u } of order) {
-      if (u.breaker.tryAcquire(now)) return u.origin;
+      if (u.limitedUntil <= now && u.breaker.tryAcquire(now)) return u.origin;
     }
     return undefined;
   }
 
-  /** The acquired slot was not used (the request never left): frees a half-open trial. */
+  /**
+   * The upstream answered 429: it is left alone for `forMs` (its Retry-After, capped). A later
+   * 429 can only extend the pause, never shorten it.
+   */
+  rateLimited(origin: string, forMs: number): void {
+    const upstream = this.find(origin);
+    if (upstream) upstream.limitedUntil = Math.max(upstream.limitedUntil, this.clock() + forMs);
+  }
+
+  /** Milliseconds until a rate-limited upstream may be sent requests again; 0 when it may now. */
+  rateLimitRemaining(origin: string): number {
+    const upstream = this.find(origin);
+    return upstream ? Math.max(0, upstream.limitedUntil - this.clock()) : 0;
+  }
+
+  /**
+   * When no upstream can be tried because rate limits hold every one whose breaker would let a
+   * request through: the shortest wait until one may be asked again. Otherwise undefined.
+   */
+  rateLimitedForAll(): number | undefined {
+    const now = this.clock();
+    const candidates = this.upstreams.filter((u) => u.breaker.state(now) !== 'open');
+    if (candidates.length === 0 || candidates.some((u) => u.limitedUntil <= now)) return undefined;
+    return Math.min(...candidates.map((u) => u.limitedUntil - now));
+  }
+
+  /**
+   * The acquired slot was not used (the request never left), or its answer says nothing about
+   * the upstream's health (a handler's refusal of one input): frees a half-open trial.
+   */
   release(origin: string): void {
     this.find(origin)?.breaker.release();
   }
@@ -116,7 +151,7 @@ export class UpstreamHealth {
   }
 
   private isUsable(u: Tracked, now: number): boolean {
-    return u.breaker.state(now) !== 'open' && !u.lagging;
+    return u.breaker.state(now) !== 'open' && !u.lagging && u.limitedUntil <= now;
   }
 
   private lagOf(upstream: Tracked, now: number): number | undefined {

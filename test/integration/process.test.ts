@@ -103,4 +103,31 @@ describe('the proxy process', () => {
     expect(code).toBe(2);
     expect(stderr).toContain('upstream.urls[0] (UPSTREAM_URLS)');
   });
+
+  it('refuses an upstream URL with a path prefix at start-up, exit code 2, saying why', async () => {
+    const child = run({ UPSTREAM_URLS: `${upstream.url}/api`, PORT: '0' });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(stderr).toContain('upstream.urls[0] (UPSTREAM_URLS): must be an upstream\'s base URL without a path');
+    expect(stderr).toContain('(got "/api")');
+  });
+
+  it('sends UPSTREAM_API_KEY as x-api-key and never logs it', async () => {
+    upstream.resetCounts();
+    const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, UPSTREAM_API_KEY: 'process-key-0xsecret', LOG_LEVEL: 'trace' });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const listening = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string };
+    expect((await fetchRaw(`${listening.url}/extended/v2/blocks/2`)).status).toBe(200);
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    await exited;
+    expect(upstream.count()).toBeGreaterThanOrEqual(2);
+    expect(upstream.requests.every((r) => r.headers['x-api-key'] === 'process-key-0xsecret')).toBe(true);
+    expect(output).toContain('"msg":"starting"');
+    expect(output).not.toContain('0xsecret');
+  });
 });

@@ -42,7 +42,8 @@ describe('defaults', () => {
     expect(config.upstream.urls).toEqual(['https://api.hiro.so']);
     expect(config.redis.url).toBeNull();
     expect(config.cache.ttl).toEqual({ tipSafetyMs: 60_000, mempoolMs: 2_000, staleWhileRevalidateMs: 2_000, retainExpiredMs: 300_000 });
-    expect(config.upstream).toMatchObject({ maxAttempts: 3, failureThreshold: 3, cooldownMs: 5_000, maxLagBlocks: 3 });
+    expect(config.upstream).toMatchObject({ maxAttempts: 2, failureThreshold: 3, cooldownMs: 5_000, maxLagBlocks: 3, retryAfterDefaultMs: 5_000, retryAfterMaxMs: 60_000 });
+    expect(config.upstream).toMatchObject({ apiKey: null, headers: {}, headersByUrl: {} });
     expect(config.cache.sharedSingleFlight).toEqual({ enabled: true, lockTtlMs: 5_000, waitMs: 3_000 });
     expect(config.cache.staleIfErrorMs).toBe(300_000);
     expect(config.finality.burnConfirmations).toBe(6);
@@ -154,6 +155,10 @@ describe('bad settings name the setting', () => {
     [{ REDIS_URL: 'http://redis:6379' }, ['redis.url', 'REDIS_URL', 'redis://']],
     [{ REDIS_URL: 'localhost:6379' }, ['redis.url', 'REDIS_URL']],
     [{ LOG_LEVEL: 'loud' }, ['logLevel', 'LOG_LEVEL']],
+    [{ UPSTREAM_URLS: 'http://api:3999/api' }, ['upstream.urls[0] (UPSTREAM_URLS)', 'without a path', '"/api"', 'a path prefix is not supported']],
+    [{ UPSTREAM_URLS: 'http://ok:3999,https://api.example.com/extended/' }, ['upstream.urls[1] (UPSTREAM_URLS)', '"/extended/"']],
+    [{ UPSTREAM_URLS: 'http://api:3999/?key=1' }, ['upstream.urls[0]', '"/?key=1"']],
+    [{ UPSTREAM_API_KEY: 'key\u0007bell' }, ['upstream.apiKey (UPSTREAM_API_KEY)', 'control characters']],
   ] as const)('env %j', (env, fragments) => {
     const error = loadError(env);
     for (const fragment of fragments) expect(error.message).toContain(fragment);
@@ -172,6 +177,16 @@ describe('bad settings name the setting', () => {
     [{ cache: { ttl: { tipSafteyMs: 1 } } }, ['cache.ttl', 'tipSafteyMs']],
     [{ redis: { password: 'x' } }, ['redis', 'password']],
     [{ cacheTtl: 5 }, ['(root)', 'cacheTtl']],
+    [{ upstream: { maxAttempts: 3 } }, ['upstream.maxAttempts', 'at most two requests']],
+    [{ upstream: { retryAfterMaxMs: 0 } }, ['upstream.retryAfterMaxMs']],
+    [{ upstream: { headers: { Host: 'evil.example' } } }, ['upstream.headers.Host', 'may not be configured']],
+    [{ upstream: { headers: { Connection: 'close' } } }, ['upstream.headers.Connection', 'hop-by-hop']],
+    [{ upstream: { headers: { 'transfer-encoding': 'chunked' } } }, ['upstream.headers.transfer-encoding', 'hop-by-hop']],
+    [{ upstream: { headers: { 'if-none-match': '"x"' } } }, ['upstream.headers.if-none-match', 'change what the upstream answers']],
+    [{ upstream: { headers: { 'bad name': 'x' } } }, ['not a valid header name']],
+    [{ upstream: { headers: { 'x-tenant': 'a\r\nx-injected: 1' } } }, ['upstream.headers.x-tenant', 'control character']],
+    [{ upstream: { headersByUrl: { 'https://other.example': { 'x-a': '1' } } } }, ['upstream.headersByUrl', 'https://other.example is not one of upstream.urls']],
+    [{ upstream: { headersByUrl: { 'https://api.hiro.so': { upgrade: 'websocket' } } } }, ['upgrade', 'hop-by-hop']],
   ])('file %j', (file, fragments) => {
     const error = loadError({ CONFIG_FILE }, withFile(JSON.stringify(file)));
     expect(error.message.startsWith('invalid configuration')).toBe(true);
@@ -185,7 +200,37 @@ describe('bad settings name the setting', () => {
   });
 });
 
+describe('upstream credentials and headers', () => {
+  it('reads UPSTREAM_API_KEY into upstream.apiKey, trimmed; empty means none', () => {
+    expect(loadConfig({ UPSTREAM_API_KEY: ' k-123 ' }).upstream.apiKey).toBe('k-123');
+    expect(loadConfig({ UPSTREAM_API_KEY: '' }).upstream.apiKey).toBeNull();
+  });
+
+  it('lower-cases configured header names and keys per-URL headers by origin', () => {
+    const file = { upstream: { headers: { 'X-Tenant': 'a' }, headersByUrl: { 'http://api-2:3999/': { 'X-Api-Key': 'other' } } } };
+    const config = loadConfig({ CONFIG_FILE, UPSTREAM_URLS: 'http://api-1:3999,http://api-2:3999' }, withFile(JSON.stringify(file)));
+    expect(config.upstream.headers).toEqual({ 'x-tenant': 'a' });
+    expect(config.upstream.headersByUrl).toEqual({ 'http://api-2:3999': { 'x-api-key': 'other' } });
+  });
+
+  it('never puts the key or a configured header value in an error message', () => {
+    const error = loadError({ CONFIG_FILE, UPSTREAM_API_KEY: 'sekrit\u0000' }, withFile(JSON.stringify({ upstream: { headers: { 'x-token': 'hidden\n' } } })));
+    expect(error.message).not.toContain('sekrit');
+    expect(error.message).not.toContain('hidden');
+  });
+});
+
 describe('redactedConfig', () => {
+  it('hides the API key and every configured header value', () => {
+    const file = { upstream: { headers: { authorization: 'Bearer header-secret' }, headersByUrl: { 'https://api.hiro.so': { 'x-tenant': 'tenant-secret' } } } };
+    const config = loadConfig({ CONFIG_FILE, UPSTREAM_API_KEY: 'key-secret' }, withFile(JSON.stringify(file)));
+    const redacted = redactedConfig(config);
+    const text = JSON.stringify(redacted);
+    for (const secret of ['key-secret', 'header-secret', 'tenant-secret']) expect(text).not.toContain(secret);
+    expect(redacted.upstream).toMatchObject({ apiKey: '***', headers: { authorization: '***' }, headersByUrl: { 'https://api.hiro.so': { 'x-tenant': '***' } } });
+    expect(config.upstream.apiKey).toBe('key-secret');
+  });
+
   it('hides passwords in upstream and Redis URLs and keeps everything else', () => {
     const config = loadConfig({
       UPSTREAM_URLS: 'https://user:upstream-secret@api.example.com,http://plain:3999',

@@ -30,6 +30,11 @@ const EXPECTED: Record<FailureKind, Expected> = {
   '5xx': unavailable,
   invalid: unavailable,
   passthrough: unavailable,
+  rate_limited: {
+    status: 503,
+    body: { statusCode: 503, error: 'Service Unavailable', message: 'The upstream API is rate limiting this proxy; retry after the time in Retry-After' },
+    headers: ['retry-after', '1'],
+  },
 };
 
 describe('failureReply', () => {
@@ -39,5 +44,22 @@ describe('failureReply', () => {
     // Exact bytes: key order is part of the upstream's shape.
     expect(reply.body).toBe(JSON.stringify(expected.body));
     expect(reply.headers).toEqual(expected.headers);
+  });
+});
+
+describe('failureReply for a rate limit', () => {
+  it.each([
+    [undefined, '1'],
+    [0, '1'],
+    [1, '1'],
+    [1_000, '1'],
+    [1_001, '2'],
+    [59_500, '60'],
+  ])('turns a remaining pause of %s ms into Retry-After: %s (whole seconds, at least 1)', (ms, header) => {
+    expect(failureReply('rate_limited', ms).headers).toEqual(['retry-after', header]);
+  });
+
+  it('gives other kinds no Retry-After from a pause', () => {
+    expect(failureReply('timeout', 5_000).headers).toEqual([]);
   });
 });

@@ -390,6 +390,28 @@ describe('fake upstream faults and counting', () => {
     await expect(res.json()).rejects.toThrow();
   });
 
+  it('failNext with headers adds or replaces the JSON defaults (429 with Retry-After, an HTML page, a bare 304)', async () => {
+    upstream().failNext(1, { status: 429, headers: { 'retry-after': '7' } });
+    const limited = await get(upstream(), '/extended');
+    expect(limited).toMatchObject({ status: 429 });
+    expect(limited.headers.get('retry-after')).toBe('7');
+    expect(JSON.parse(limited.body)).toEqual({ statusCode: 429, error: 'Too Many Requests', message: 'Injected failure' });
+    upstream().failNext(1, { status: 200, body: '<html></html>', headers: { 'content-type': 'text/html' } });
+    const html = await get(upstream(), '/extended');
+    expect(html).toMatchObject({ status: 200, body: '<html></html>' });
+    expect(html.headers.get('content-type')).toBe('text/html');
+    upstream().failNext(1, { status: 304 });
+    expect(await get(upstream(), '/extended')).toMatchObject({ status: 304, body: '' });
+  });
+
+  it("failNext 'stall-body' sends headers and part of the body, then nothing", async () => {
+    upstream().failNext(1, 'stall-body');
+    const res = await fetch(`${upstream().url}/extended`, { signal: AbortSignal.timeout(300) });
+    expect(res.status).toBe(200);
+    await expect(res.text()).rejects.toThrow();
+    expect((await get(upstream(), '/extended')).status).toBe(200);
+  });
+
   it("failNext 'hang' never answers", async () => {
     upstream().failNext(1, 'hang');
     await expect(fetch(`${upstream().url}/extended`, { signal: AbortSignal.timeout(200) })).rejects.toThrow();

@@ -20,7 +20,7 @@ describe('README', () => {
     expect(readme).toContain(`\`${path}\``);
   });
 
-  it.each(['PORT', 'HOST', 'UPSTREAM_URLS', 'REDIS_URL', 'LOG_LEVEL', 'CONFIG_FILE'])('documents the variable %s', (name) => {
+  it.each(['PORT', 'HOST', 'UPSTREAM_URLS', 'UPSTREAM_API_KEY', 'REDIS_URL', 'LOG_LEVEL', 'CONFIG_FILE'])('documents the variable %s', (name) => {
     expect(readme).toContain(`\`${name}\``);
   });
 

@@ -104,13 +104,17 @@ describe('domain events', () => {
     expect(await sample(telemetry, 'stacks_proxy_redis_command_duration_seconds_sum', { command: 'get' })).toBeCloseTo(0.005, 9);
   });
 
-  it('upstreamAnswered counts and times the answer, and a 5xx as an upstream error', async () => {
+  it('upstreamAnswered counts and times the answer, and an answer that is a failure under its kind', async () => {
     const { telemetry } = telemetryWithLog();
     telemetry.upstreamAnswered('http://a', 'block', 200, 0.1);
-    telemetry.upstreamAnswered('http://a', 'block', 503, 0.2);
+    telemetry.upstreamAnswered('http://a', 'block', 503, 0.2, { kind: '5xx', message: 'a gateway or overload error' });
+    // A handler's JSON 500 for one input is an answer: counted as a request, not as an error.
+    telemetry.upstreamAnswered('http://a', 'block', 500, 0.1);
+    telemetry.upstreamAnswered('http://a', 'block', 429, 0.1, { kind: 'rate_limited', message: 'rate limited' });
+    expect(await sample(telemetry, 'stacks_proxy_upstream_errors_total', { upstream: 'http://a', kind: 'rate_limited' })).toBe(1);
     expect(await sample(telemetry, 'stacks_proxy_upstream_requests_total', { upstream: 'http://a', route: 'block', status: '200' })).toBe(1);
     expect(await sample(telemetry, 'stacks_proxy_upstream_requests_total', { upstream: 'http://a', route: 'block', status: '503' })).toBe(1);
-    expect(await sample(telemetry, 'stacks_proxy_upstream_request_duration_seconds_count', { upstream: 'http://a', route: 'block' })).toBe(2);
+    expect(await sample(telemetry, 'stacks_proxy_upstream_request_duration_seconds_count', { upstream: 'http://a', route: 'block' })).toBe(4);
     expect(await sample(telemetry, 'stacks_proxy_upstream_errors_total', { upstream: 'http://a', kind: '5xx' })).toBe(1);
   });
 

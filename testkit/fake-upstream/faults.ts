@@ -60,12 +60,18 @@ export function fail(req: IncomingMessage, res: ServerResponse, how: Exclude<Fai
     return;
   }
   const headers = { 'content-type': JSON_TYPE, 'x-api-version': API_VERSION, 'cache-control': 'no-store' };
+  if (how === 'stall-body') {
+    // Promises a whole body, sends its first bytes, then stalls (close() destroys the socket).
+    res.writeHead(200, { ...headers, 'content-length': Buffer.byteLength(GARBAGE_BODY) * 2 });
+    res.write(GARBAGE_BODY);
+    return;
+  }
   if (how === 'garbage') write(res, 200, headers, GARBAGE_BODY);
-  else write(res, how.status, headers, how.body ?? errorBody(how.status, 'Injected failure'));
+  else write(res, how.status, { ...headers, ...how.headers }, how.body ?? errorBody(how.status, 'Injected failure'));
 }
 
 export function refuseUpgrade(socket: Duplex, how: FailureMode): void {
-  if (how === 'hang') return;
+  if (how === 'hang' || how === 'stall-body') return;
   if (how === 'reset') {
     socket.destroy();
     return;

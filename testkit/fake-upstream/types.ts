@@ -15,11 +15,19 @@ export interface RecordedRequest {
 }
 
 /**
- * How an injected failure answers: a status (with an optional body), a transport-level fault, or
+ * How an injected failure answers: a status (with an optional body, and headers that replace or
+ * add to the JSON defaults, e.g. `retry-after` or `content-type`), a transport-level fault, or
  * a well-formed answer about another resource (`answerAs`: what the fake answers for that
  * path and query instead, status, headers and body).
+ * `stall-body`: a 200 whose headers and first body bytes arrive, then nothing more.
  */
-export type FailureMode = { status: number; body?: string } | { answerAs: string } | 'reset' | 'hang' | 'garbage';
+export type FailureMode =
+  | { status: number; body?: string; headers?: Record<string, string> }
+  | { answerAs: string }
+  | 'reset'
+  | 'hang'
+  | 'garbage'
+  | 'stall-body';
 
 export interface FakeUpstream {
   url: string;
