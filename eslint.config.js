@@ -42,6 +42,8 @@ const PURE = [
   'src/chain/reorg-log.ts',
   'src/upstream/breaker.ts',
   'src/upstream/errors.ts',
+  'src/http/request-target.ts',
+  'src/http/forward-policy.ts',
 ];
 const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
 
