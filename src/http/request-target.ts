@@ -93,6 +93,8 @@ export function decideTarget(rawUrl: string): TargetDecision {
   const raw = split(rawUrl);
   if (REFUSED_ANYWHERE.test(rawUrl)) return refused(raw.path);
   if (!NEEDS_DECISION.test(raw.path)) return { kind: 'target', url: rawUrl, path: raw.path, query: raw.query };
+  // A backslash anywhere before the query: a WHATWG parser also ends an authority at one.
+  if (raw.path.includes('\\')) return refused(raw.path);
 
   let originForm = rawUrl;
   if (!rawUrl.startsWith('/')) {
@@ -103,7 +105,7 @@ export function decideTarget(rawUrl: string): TargetDecision {
     if (!originForm.startsWith('/')) return refused(raw.path);
   }
   const { path, query, hasQuery } = split(originForm);
-  if (path.includes('\\') || !isDecodable(path)) return refused(path);
+  if (!isDecodable(path)) return refused(path);
   const decided = resolveSegments(decodeUnreserved(path));
   return { kind: 'target', url: hasQuery ? `${decided}?${query}` : decided, path: decided, query };
 }
