@@ -56,8 +56,8 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
   const chosen = new WeakMap<IncomingMessage, string>();
   // When each proxied request left, for the upstream latency metric.
   const sentAt = new WeakMap<IncomingMessage, bigint>();
-  // Requests the upstream has answered: a failure to send the rest of their body after an
-  // early answer (a 413 to a large POST) is no failure of the upstream.
+  // Requests the upstream has answered in full: a failure to send the rest of their body after
+  // an early answer (a 413 to a large POST) is no failure of the upstream, and the answer stands.
   const answered = new WeakSet<IncomingMessage>();
   // Upgrade sockets that have had their answer (a 101, or an error written by the proxy).
   const settled = new WeakSet<Socket>();
@@ -127,7 +127,7 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
         else failSocket(resOrSocket as Socket, failureReply('passthrough'));
       },
       proxyRes: (proxyRes, req, res) => {
-        answered.add(req);
+        proxyRes.once('end', () => answered.add(req));
         // http-proxy-middleware copies these onto the answer next; without a Connection header
         // it would add `keep-alive` even to a client that asked to close.
         proxyRes.headers = clientResponseHeaders(proxyRes.headers, res.shouldKeepAlive);

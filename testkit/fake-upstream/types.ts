@@ -14,8 +14,13 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** How an injected failure answers: a status (with an optional body), or a transport-level fault. */
-export type FailureMode = { status: number; body?: string } | 'reset' | 'hang' | 'garbage';
+/**
+ * How an injected failure answers: a status (with an optional body), or a transport-level fault.
+ * A status answers at once, before any request body is read; with `close` the fake then reads
+ * 1 MiB more of the body and drops the connection (as a server refusing a large upload does),
+ * so the rest of the body cannot be sent.
+ */
+export type FailureMode = { status: number; body?: string; close?: boolean } | 'reset' | 'hang' | 'garbage';
 
 export interface FakeUpstream {
   url: string;
@@ -24,7 +29,12 @@ export interface FakeUpstream {
   requests: RecordedRequest[];
   /** A string matches the path (no query) or the whole url; a RegExp is tested on the url. */
   count(match?: string | RegExp | ((r: RecordedRequest) => boolean)): number;
+  /** Clears `requests` and `peakInFlight`. */
   resetCounts(): void;
+  /** The most HTTP requests it was answering at one time (since the last resetCounts). */
+  readonly peakInFlight: number;
+  /** WebSocket connections open now. */
+  readonly openWebSockets: number;
   tip(): { height: number; index_block_hash: string; block_hash: string; burn_block_height: number };
   /** Appends `blocks` (default 1) empty canonical blocks, each one burn block higher. */
   advanceTip(blocks?: number): void;
