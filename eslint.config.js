@@ -45,6 +45,8 @@ const PURE = [
   'src/upstream/answer-verdict.ts',
   'src/upstream/retry-after.ts',
   'src/upstream/outgoing-headers.ts',
+  'src/http/request-target.ts',
+  'src/http/forward-policy.ts',
 ];
 const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
 

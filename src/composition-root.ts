@@ -19,6 +19,7 @@ import { ChainTipTracker } from './chain/tracker.js';
 import { systemClock, type Clock } from './clock.js';
 import { UpstreamClient } from './upstream/client.js';
 import { UpstreamHealth } from './upstream/health.js';
+import { upstreamHeadersFor } from './upstream/outgoing-headers.js';
 import { createPassthrough } from './http/passthrough.js';
 import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
@@ -125,7 +126,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     clock: now,
     // A found member is also the /tx/{id} answer, which carries the deprecation Warning when that route is deprecated.
     transactionHeaders: ROUTE_BY_ID.get('tx_by_id')?.deprecated ? { warning: UPSTREAM_DEPRECATION_WARNING } : {},
-    readWhole: (route, request) => readThrough.read(route, request),
+    readWhole: (route, request, context) => readThrough.read(route, request, undefined, context),
     telemetry,
   });
 
@@ -141,9 +142,16 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const passthrough = config.passthrough.enabled
     ? createPassthrough({
         target: () => health.preferredOrigin(),
+        allowedPrefixes: config.passthrough.allowedPrefixes,
         websockets: config.passthrough.websockets,
+        websocketPrefixes: config.passthrough.websocketPrefixes,
+        websocketHandshakeTimeoutMs: config.passthrough.websocketHandshakeTimeoutMs,
+        websocketIdleTimeoutMs: config.passthrough.websocketIdleTimeoutMs,
         timeoutMs: config.server.requestTimeoutMs,
         telemetry,
+        // The operator's headers (x-api-key, configured per upstream): the same ones reads and
+        // tip polls send, on passthrough requests and WebSocket upgrades too.
+        operatorHeaders: (origin) => upstreamHeadersFor(origin, config.upstream),
       })
     : undefined;
 
@@ -155,8 +163,11 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     port: config.server.port,
     host: config.server.host,
     requestTimeoutMs: config.server.requestTimeoutMs,
+    headersTimeoutMs: config.server.headersTimeoutMs,
+    maxPipelinedRequests: config.server.maxPipelinedRequests,
     shutdownGraceMs: config.server.shutdownGraceMs,
-    upgrade: config.passthrough.websockets ? passthrough?.upgrade : undefined,
+    // The passthrough refuses upgrades off its WebSocket paths (or all, with websockets off).
+    upgrade: passthrough?.upgrade,
   });
 
   const close = async (): Promise<void> => {

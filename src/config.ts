@@ -12,6 +12,12 @@ import { API_KEY_HEADER, refusedHeader } from './upstream/outgoing-headers.js';
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
+// A path as request-target.ts decides them: so that a prefix can ever match, it has no dot
+// segments, no empty segments, no percent-encoding, query or backslash.
+const pathPrefix = z
+  .string()
+  .regex(/^\/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]+\/)*[A-Za-z0-9\-._~!$&'()*+,;=:@]*$/, 'must be a path starting with "/", without "//", "%", "?" or "\\"')
+  .refine((prefix) => !/\/\.\.?(?:\/|$)/.test(prefix), 'must not contain "." or ".." segments');
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 /**
@@ -51,9 +57,15 @@ export const ConfigSchema = z
         port: z.number().int().min(0).max(65535).describe('TCP port to listen on (PORT); 0 picks a free one'),
         host: z.string().min(1).describe('Address to bind (HOST)'),
         requestTimeoutMs: positiveInt.describe('Longest a client request may take before Node closes it'),
+        headersTimeoutMs: positiveInt.describe('Longest a client may take to send a request head (also an upgrade request); at most requestTimeoutMs'),
+        maxPipelinedRequests: positiveInt.describe('Requests one connection may have in flight; later pipelined ones wait and the connection is not read'),
         shutdownGraceMs: positiveInt.describe('On SIGTERM/SIGINT, how long in-flight requests may finish'),
       })
-      .strict(),
+      .strict()
+      .refine((server) => server.headersTimeoutMs <= server.requestTimeoutMs, {
+        message: 'must not exceed server.requestTimeoutMs',
+        path: ['headersTimeoutMs'],
+      }),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).describe('pino log level (LOG_LEVEL)'),
     upstream: z
       .object({
@@ -150,7 +162,13 @@ export const ConfigSchema = z
     passthrough: z
       .object({
         enabled: z.boolean().describe('Forward every other path to the upstream'),
-        websockets: z.boolean().describe('Forward WebSocket upgrades (/extended/v1/ws, /socket.io/)'),
+        allowedPrefixes: z
+          .array(pathPrefix)
+          .describe('Paths forwarded: a prefix ending in "/" covers the paths below it, any other also that exact path; others get a local 404'),
+        websockets: z.boolean().describe('Forward WebSocket upgrades on websocketPrefixes'),
+        websocketPrefixes: z.array(pathPrefix).describe('Paths WebSocket upgrades are forwarded on; other upgrades get a 404 and are closed'),
+        websocketHandshakeTimeoutMs: positiveInt.describe("Longest wait for the upstream's answer to an upgrade; then 504 and the connection closes"),
+        websocketIdleTimeoutMs: positiveInt.describe('A WebSocket with no traffic either way for this long is closed'),
       })
       .strict(),
   })

@@ -38,6 +38,12 @@ export type ReadResult = (
 /** The one memory lookup of a request and what the policy decided about it. */
 export type Lookup = Found;
 
+/** About the client request a read serves, for what goes upstream with it. */
+export interface ReadContext {
+  /** The client request's id: sent upstream as X-Request-Id, so logs correlate end to end. */
+  requestId?: string;
+}
+
 export interface ReadThroughDeps {
   store: TieredStore;
   upstream: UpstreamClient;
@@ -49,6 +55,14 @@ export interface ReadThroughDeps {
   /** Cross-instance single-flight (Redis); absent: per process only. */
   sharedFlight?: SharedFlight;
   telemetry: Telemetry;
+}
+
+/** Nothing of the client's request goes upstream but its id; a revalidation adds its ETag. */
+function upstreamHeaders(refresh: Refresh, context: ReadContext): Record<string, string> | undefined {
+  const headers: Record<string, string> = {};
+  if (refresh.action === 'revalidate') headers['if-none-match'] = refresh.etag;
+  if (context.requestId !== undefined) headers['x-request-id'] = context.requestId;
+  return Object.keys(headers).length > 0 ? headers : undefined;
 }
 
 export class ReadThrough {
@@ -68,7 +82,12 @@ export class ReadThrough {
     return this.lookups.memory(key);
   }
 
-  async read(route: RouteSpec, request: CanonicalRequest, first: Lookup = this.lookup(this.keyFor(route, request))): Promise<ReadResult> {
+  async read(
+    route: RouteSpec,
+    request: CanonicalRequest,
+    first: Lookup = this.lookup(this.keyFor(route, request)),
+    context: ReadContext = {},
+  ): Promise<ReadResult> {
     const { key } = first;
     let decision = first.decision;
     if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
@@ -78,29 +97,36 @@ export class ReadThrough {
       if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
     }
     if (decision.action === 'serve-stale-and-refresh') {
-      this.refreshOnce(key, route, request, decision.refresh).catch(() => undefined); // the refresh's failure is the next request's concern
+      this.refreshOnce(key, route, request, decision.refresh, context).catch(() => undefined); // the refresh's failure is the next request's concern
       this.deps.telemetry.staleServed(route.id, 'revalidating');
       return { cacheStatus: 'STALE', entry: decision.entry };
     }
     if (decision.action === 'refetch' && decision.purged) this.deps.telemetry.reorgPurged();
-    return this.refreshOnce(key, route, request, decision);
+    return this.refreshOnce(key, route, request, decision, context);
   }
 
-  private refreshOnce(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh): Promise<ReadResult> {
+  /** Requests that join a flight share its upstream request, and so its request id. */
+  private refreshOnce(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh, context: ReadContext): Promise<ReadResult> {
     return this.flights.run(
       key,
-      () => this.fetchAcrossInstances(key, route, request, refresh),
+      () => this.fetchAcrossInstances(key, route, request, refresh, context),
       () => this.deps.telemetry.singleflightJoined(route.id),
     );
   }
 
-  private async fetchAcrossInstances(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh): Promise<ReadResult> {
+  private async fetchAcrossInstances(
+    key: string,
+    route: RouteSpec,
+    request: CanonicalRequest,
+    refresh: Refresh,
+    context: ReadContext,
+  ): Promise<ReadResult> {
     const flight = this.deps.sharedFlight;
-    if (!flight) return this.fetch(key, route, request, refresh, false);
+    if (!flight) return this.fetch(key, route, request, refresh, false, context);
     const outcome = await flight.run(
       key,
       route.id,
-      (mustLand) => this.fetch(key, route, request, refresh, mustLand),
+      (mustLand) => this.fetch(key, route, request, refresh, mustLand, context),
       (entry) => evaluate(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) === 'fresh',
     );
     if (outcome.kind === 'fetched') return outcome.value;
@@ -109,7 +135,14 @@ export class ReadThrough {
   }
 
   /** `mustLand`: the shared-flight lock holder, whose entry must be in Redis before it releases. */
-  private async fetch(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh, mustLand: boolean): Promise<ReadResult> {
+  private async fetch(
+    key: string,
+    route: RouteSpec,
+    request: CanonicalRequest,
+    refresh: Refresh,
+    mustLand: boolean,
+    context: ReadContext,
+  ): Promise<ReadResult> {
     // The answer is stamped with the chain and time from before it was asked for: a block that
     // lands meanwhile must make it stale, not make it look current.
     const asked: Snapshot = { chain: this.deps.chain(), at: this.deps.clock() };
@@ -122,7 +155,7 @@ export class ReadThrough {
       response = await this.deps.upstream.get({
         path: request.upstreamPath,
         route: route.id,
-        headers: refresh.action === 'revalidate' ? { 'if-none-match': refresh.etag } : undefined,
+        headers: upstreamHeaders(refresh, context),
         // Each attempt's answer is admitted (and its body parsed) once, here: a malformed body
         // fails the attempt, which is then retried on another upstream.
         validate: (answer) => {

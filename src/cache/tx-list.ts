@@ -19,7 +19,7 @@ import { listMemberKey, transactionKey } from './key.js';
 import { weakest, type Classification, type TtlSettings } from './policy.js';
 import { CacheLookups } from './lookup.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import type { ReadResult } from './read-through.js';
+import type { ReadContext, ReadResult } from './read-through.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
 import { memberText, servesListMember, servesTransaction } from './tx-member.js';
@@ -71,7 +71,7 @@ export interface TxListDeps {
   /** Headers a /tx/{id} answer carries that a list does not (its deprecation Warning): found members serve /tx/{id} too. */
   transactionHeaders: Record<string, string>;
   /** Reads a list the upstream must answer whole, as one entry for the request (the single reader). */
-  readWhole(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult>;
+  readWhole(route: RouteSpec, request: CanonicalRequest, context: ReadContext): Promise<ReadResult>;
   telemetry: Telemetry;
 }
 
@@ -83,20 +83,20 @@ export class TxListReader {
     this.lookups = new CacheLookups(deps, false);
   }
 
-  async read(route: RouteSpec, request: CanonicalRequest): Promise<ReadResult> {
+  async read(route: RouteSpec, request: CanonicalRequest, context: ReadContext = {}): Promise<ReadResult> {
     const ids = [...new Set(request.values.tx_id as string[])];
     const itemQuery = new Map(request.query);
     itemQuery.delete('tx_id');
     const queryText = serializeQuery(itemQuery);
     // A mixed-case id makes the upstream answer twice for one tx (found lowercase, missing
     // as requested); such lists are fetched whole rather than composed.
-    if (ids.some((id) => id !== id.toLowerCase())) return this.deps.readWhole(route, request);
+    if (ids.some((id) => id !== id.toLowerCase())) return this.deps.readWhole(route, request, context);
 
     const cached = await this.lookup(ids, queryText);
     const missing = ids.filter((id) => !cached.has(id));
     if (missing.length === 0) return this.compose(ids, cached, 'HIT');
 
-    const { response, admission, upstreamSeconds } = await this.fetchMissing(route, missing, queryText);
+    const { response, admission, upstreamSeconds } = await this.fetchMissing(route, missing, queryText, context);
     // admitList made sure the answer holds exactly the missing ids: nothing else is stored.
     if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
     for (const [id, entry] of admission.members) {
@@ -132,18 +132,20 @@ export class TxListReader {
   }
 
   /** One upstream request for the missing ids, shared by concurrent identical lists. */
-  private fetchMissing(route: RouteSpec, missing: string[], queryText: string): Promise<Fetched> {
+  private fetchMissing(route: RouteSpec, missing: string[], queryText: string, context: ReadContext): Promise<Fetched> {
     const path = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}${queryText ? `&${queryText}` : ''}`;
-    return this.flights.run(path, () => this.fetch(route, path, missing), () => this.deps.telemetry.singleflightJoined(route.id));
+    return this.flights.run(path, () => this.fetch(route, path, missing, context), () => this.deps.telemetry.singleflightJoined(route.id));
   }
 
-  private async fetch(route: RouteSpec, path: string, askedIds: readonly string[]): Promise<Fetched> {
+  private async fetch(route: RouteSpec, path: string, askedIds: readonly string[], context: ReadContext): Promise<Fetched> {
     // Stamped with the chain and time from before the request: a block landing meanwhile makes it stale.
     const asked: Snapshot = { chain: this.deps.chain(), at: this.deps.clock() };
     const admitted = new WeakMap<UpstreamResponse, ListAdmission>();
     const response = await this.deps.upstream.get({
       path,
       route: route.id,
+      // The client request's id, so the upstream's logs correlate with ours.
+      headers: context.requestId === undefined ? undefined : { 'x-request-id': context.requestId },
       // Each attempt's answer is split (and its body parsed) once, here: a malformed one is retried elsewhere.
       validate: (answer) => {
         const admission = admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });

@@ -55,11 +55,10 @@ export function createOwnEndpoints(deps: OwnEndpointDeps) {
     ['/metrics', async () => ({ status: 200, contentType: deps.telemetry.contentType, body: await deps.telemetry.scrape() })],
   ]);
 
-  return (req: IncomingMessage, res: ServerResponse): boolean => {
+  /** `path` is the request's decided path (request-target.ts). */
+  return (req: IncomingMessage, res: ServerResponse, path: string): boolean => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
-    const url = req.url ?? '';
-    const mark = url.indexOf('?');
-    const endpoint = endpoints.get(mark < 0 ? url : url.slice(0, mark));
+    const endpoint = endpoints.get(path);
     if (!endpoint) return false;
     const requestId = requestIdOf(req);
     // Health probes and scrapes are neither logged nor counted as client requests.

@@ -1,33 +1,49 @@
 /**
- * Everything the proxy does not answer itself (other /extended routes, /v2 node RPC
+ * The upstream's public API outside the 13 routes (other /extended routes, /v2 node RPC
  * including POST /v2/transactions, WebSockets on /extended/v1/ws and /socket.io/) goes to
- * the preferred upstream unchanged and uncached, so switching a base URL breaks nothing.
+ * the preferred upstream uncached, so switching a base URL breaks nothing. Only allowed paths
+ * go (forward-policy.ts), with the path the pipeline decided (request-target.ts) byte for
+ * byte and an allow-listed set of the client's headers plus the operator's.
  * http-proxy-middleware is used as a plain (req, res, next) function: no framework needed.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import { failureReply } from '../errors.js';
+import { badUrl, failureReply, routeNotFound, type ErrorReply } from '../errors.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { sendError } from './respond.js';
+import { clientResponseHeaders, isAllowedPath, upstreamRequestHeaders } from './forward-policy.js';
+import { requestIdOf } from './request-log.js';
+import { decideTarget } from './request-target.js';
+import { sendError, sendSocketError } from './respond.js';
 
 export interface PassthroughOptions {
   /** The upstream to use for this request (the healthiest, chosen per request). */
   target: () => string;
+  /** Path prefixes forwarded (passthrough.allowedPrefixes). */
+  allowedPrefixes: readonly string[];
   websockets: boolean;
+  /** Paths WebSocket upgrades are forwarded on (passthrough.websocketPrefixes). */
+  websocketPrefixes: readonly string[];
+  /** From an upgrade request to the upstream's 101; later, a 504 and the connection closes. */
+  websocketHandshakeTimeoutMs: number;
+  /** A tunnel with no bytes either way for this long is closed on both sides. */
+  websocketIdleTimeoutMs: number;
   timeoutMs: number;
   telemetry: Telemetry;
+  /** The operator's headers for an upstream (its API key, configured headers); none by default. */
+  operatorHeaders?: (origin: string) => Readonly<Record<string, string>>;
 }
 
 export interface Passthrough {
+  /** Whether a decided path may be forwarded at all. */
+  allows(path: string): boolean;
   /** Sends the request on and its answer back (with X-Cache: BYPASS), or a 502 when it fails. */
-  forward(req: IncomingMessage, res: ServerResponse): void;
-  /** The server's 'upgrade' listener: WebSockets go on to the same upstream. */
+  forward(req: IncomingMessage, res: ServerResponse, requestId: string): void;
+  /** The server's 'upgrade' listener: WebSockets on their paths go on to the same upstream. */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
 }
 
-// When each proxied request left, and for which upstream, for the upstream latency metric.
-const sentAt = new WeakMap<IncomingMessage, { upstream: string; started: bigint }>();
+const NO_OPERATOR_HEADERS = (): Readonly<Record<string, string>> => ({});
 
 function answerFailure(res: ServerResponse): void {
   if (res.headersSent) res.destroy();
@@ -35,43 +51,115 @@ function answerFailure(res: ServerResponse): void {
 }
 
 export function createPassthrough(options: PassthroughOptions): Passthrough {
+  const operatorHeaders = options.operatorHeaders ?? NO_OPERATOR_HEADERS;
+  // The upstream chosen for each request, once: its credentials and its address must agree.
+  const chosen = new WeakMap<IncomingMessage, string>();
+  // When each proxied request left, for the upstream latency metric.
+  const sentAt = new WeakMap<IncomingMessage, bigint>();
+  // Requests the upstream has answered in full: a failure to send the rest of their body after
+  // an early answer (a 413 to a large POST) is no failure of the upstream, and the answer stands.
+  const answered = new WeakSet<IncomingMessage>();
+  // Upgrade sockets that have had their answer (a 101, or an error written by the proxy).
+  const settled = new WeakSet<Socket>();
+  const upstreamOf = (req: IncomingMessage): string => chosen.get(req) ?? options.target();
+
+  const prepare = (req: IncomingMessage, requestId: string, upgrade: boolean): void => {
+    const origin = options.target();
+    chosen.set(req, origin);
+    // http-proxy-middleware copies req.headers onto the upstream request: replace them with the allowed set.
+    req.headers = upstreamRequestHeaders(req.headers, {
+      requestId,
+      clientAddress: req.socket.remoteAddress,
+      upgrade,
+      operatorHeaders: operatorHeaders(origin),
+    });
+  };
+
+  /** An upgrade that gets no tunnel: an HTTP answer in the upstream's shape, and the connection closes. */
+  const failSocket = (socket: Socket, reply: ErrorReply): void => {
+    if (settled.has(socket) || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    settled.add(socket);
+    sendSocketError(socket, reply);
+  };
+
+  const watchWebSocket = (proxyReq: ClientRequest, socket: Socket): void => {
+    const handshake = setTimeout(() => {
+      failSocket(socket, failureReply('timeout'));
+      proxyReq.destroy();
+    }, options.websocketHandshakeTimeoutMs);
+    handshake.unref();
+    const stop = (): void => clearTimeout(handshake);
+    proxyReq.once('response', stop);
+    proxyReq.once('error', stop);
+    proxyReq.once('close', stop);
+    proxyReq.once('upgrade', (_res: IncomingMessage, upstreamSocket: Socket) => {
+      stop();
+      settled.add(socket);
+      // Either side closing ends the tunnel; silence in both directions closes it too.
+      socket.setTimeout(options.websocketIdleTimeoutMs, () => socket.destroy());
+      socket.once('close', () => upstreamSocket.destroy());
+      upstreamSocket.once('close', () => socket.destroy());
+    });
+  };
+
   const middleware = createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: options.target(),
-    router: () => options.target(),
+    router: (req) => upstreamOf(req),
     changeOrigin: true,
-    xfwd: true,
-    ws: options.websockets,
+    // X-Forwarded-* come from forward-policy.ts, which appends to the client's chain.
+    xfwd: false,
+    // Upgrades reach the middleware only through upgrade() below: with `ws: true` it would
+    // subscribe to the server's 'upgrade' event itself and forward every path.
+    ws: false,
     proxyTimeout: options.timeoutMs,
     on: {
-      proxyReq: (_proxyReq, req, _res, proxyOptions) => {
-        // The target the router chose for this request (a URL object or string).
-        const target = proxyOptions.target;
-        const upstream = typeof target === 'string' ? new URL(target).origin : target instanceof URL ? target.origin : options.target();
-        sentAt.set(req, { upstream, started: process.hrtime.bigint() });
+      proxyReq: (_proxyReq, req) => {
+        sentAt.set(req, process.hrtime.bigint());
       },
+      proxyReqWs: (proxyReq, _req, socket) => watchWebSocket(proxyReq, socket as Socket),
       error: (error, req, resOrSocket) => {
-        options.telemetry.passthroughFailed(sentAt.get(req)?.upstream ?? options.target(), error);
+        if (answered.has(req)) return;
+        options.telemetry.passthroughFailed(upstreamOf(req), error);
         if ('writeHead' in resOrSocket) answerFailure(resOrSocket as ServerResponse);
-        else (resOrSocket as Socket).destroy();
+        else failSocket(resOrSocket as Socket, failureReply('passthrough'));
       },
       proxyRes: (proxyRes, req, res) => {
+        proxyRes.once('end', () => answered.add(req));
+        // http-proxy-middleware copies these onto the answer next; without a Connection header
+        // it would add `keep-alive` even to a client that asked to close.
+        proxyRes.headers = clientResponseHeaders(proxyRes.headers, res.shouldKeepAlive);
         res.setHeader('x-cache', 'BYPASS');
-        const sent = sentAt.get(req);
-        if (sent) {
-          const seconds = Number(process.hrtime.bigint() - sent.started) / 1e9;
-          options.telemetry.passthroughAnswered(sent.upstream, proxyRes.statusCode ?? 0, seconds);
+        const started = sentAt.get(req);
+        if (started !== undefined) {
+          const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+          options.telemetry.passthroughAnswered(upstreamOf(req), proxyRes.statusCode ?? 0, seconds);
         }
       },
     },
   });
+
   return {
-    forward: (req, res) => {
+    allows: (path) => isAllowedPath(path, options.allowedPrefixes),
+    forward: (req, res, requestId) => {
+      prepare(req, requestId, false);
       // The middleware calls next(error) after a failure it has already answered through the
       // 'error' listener above, and also when it could not pick a target, which it has not.
       void middleware(req, res, () => {
         if (!res.headersSent) answerFailure(res);
       });
     },
-    upgrade: middleware.upgrade,
+    upgrade: (req, socket, head) => {
+      const target = decideTarget(req.url ?? '');
+      if (target.kind === 'refused') return failSocket(socket, badUrl(target.path));
+      req.url = target.url;
+      if (!options.websockets || !isAllowedPath(target.path, options.websocketPrefixes)) {
+        return failSocket(socket, routeNotFound(req.method ?? 'GET', target.url));
+      }
+      prepare(req, requestIdOf(req), true);
+      middleware.upgrade(req, socket, head);
+    },
   };
 }

@@ -24,11 +24,8 @@ export interface ReadDispatchDeps extends ReadHandlerDeps {
 export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDispatchDeps) {
   const matchRoute = createRouteMatcher(routes);
   const handlers = new Map(routes.map((route) => [route.id, createReadHandler(route, deps)]));
-  return (req: IncomingMessage, res: ServerResponse): boolean => {
-    const url = req.url ?? '';
-    if (!url.startsWith('/')) return false;
-    const mark = url.indexOf('?');
-    const path = mark < 0 ? url : url.slice(0, mark);
+  /** `path` and `query` are the request's decided target (request-target.ts). */
+  return (req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean => {
     const match = matchRoute(path);
     if (match.kind === 'none') return false;
     const method = req.method ?? 'GET';
@@ -43,7 +40,7 @@ export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDis
       record.status = sendError(res, methodNotAllowed(method, path), 'NONE', ['allow', 'GET, HEAD', ...record.headers]);
     } else {
       const handler = handlers.get(match.route.id);
-      handler?.(req, res, match.params, mark < 0 ? '' : url.slice(mark + 1), record);
+      handler?.(req, res, match.params, query, record);
     }
     return true;
   };

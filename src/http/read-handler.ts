@@ -63,9 +63,9 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         }
         return;
       }
-      reading = deps.readThrough.read(route, request, lookup);
+      reading = deps.readThrough.read(route, request, lookup, { requestId: record.requestId });
     } else {
-      reading = deps.txList.read(route, request);
+      reading = deps.txList.read(route, request, { requestId: record.requestId });
     }
     reading.then(
       (result) => {

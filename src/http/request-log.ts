@@ -8,6 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Telemetry } from '../telemetry/telemetry.js';
 
 export interface RequestRecord {
+  /** The client's X-Request-Id, or a new one: it goes upstream with the request too. */
+  requestId: string;
   /** Headers every answer to this request carries (the request id), for writeHead. */
   headers: string[];
   route?: string;
@@ -39,7 +41,7 @@ export function observeRequest(
 ): RequestRecord {
   const started = process.hrtime.bigint();
   const requestId = requestIdOf(req);
-  const observed: RequestRecord = { headers: ['x-request-id', requestId] };
+  const observed: RequestRecord = { requestId, headers: ['x-request-id', requestId] };
   res.once('finish', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     sinks.telemetry.requestServed({

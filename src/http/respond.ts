@@ -2,7 +2,8 @@
  * Writes answers. A cached entry's headers are built once per entry and reused, so a hit
  * only adds X-Cache and Age before writing the stored bytes.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { ErrorReply } from '../errors.js';
 import type { CacheEntry } from '../cache/entry.js';
 import { cacheControlFor } from '../cache/policy.js';
@@ -95,4 +96,20 @@ export function sendRedirect(res: ServerResponse, location: string, extra: strin
   res.writeHead(302, ['location', location, 'content-length', '0', 'x-cache', 'BYPASS', ...CORS, ...extra]);
   res.end();
   return 302;
+}
+
+/**
+ * An answer on a raw socket (an upgrade the proxy does not tunnel): the upstream's error
+ * shape, then the connection closes, since the client's next bytes would be WebSocket frames.
+ */
+export function sendSocketError(socket: Socket, error: ErrorReply): void {
+  const body = Buffer.from(error.body, 'utf8');
+  const head = [
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}`,
+    `content-type: ${JSON_TYPE}`,
+    `content-length: ${body.length}`,
+    'cache-control: no-store',
+    'connection: close',
+  ];
+  socket.end(Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'latin1'), body]));
 }

@@ -1,10 +1,14 @@
 /**
- * The HTTP server's life: listen, keep track of upgraded (WebSocket) connections, and close
- * gracefully: stop accepting, let in-flight requests finish within a grace period, then end
- * whatever is left.
+ * The HTTP server's life: listen with bounded connections (a deadline for a request's head and
+ * for the whole request, bounded pipelining, no interim 100 on requests without content),
+ * keep track of upgraded (WebSocket) connections, and close gracefully: stop accepting, let
+ * in-flight requests finish within a grace period, then end whatever is left.
  */
-import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { routeNotFound } from '../errors.js';
+import { boundPipelining } from './pipelining.js';
+import { sendSocketError } from './respond.js';
 
 export type UpgradeListener = (req: IncomingMessage, socket: Socket, head: Buffer) => void;
 
@@ -12,9 +16,13 @@ export interface HttpServerOptions {
   port: number;
   host: string;
   requestTimeoutMs: number;
+  /** How long a client may take to send a request's head (an upgrade request's too). */
+  headersTimeoutMs: number;
+  /** Requests one connection may have in flight; later pipelined ones wait (pipelining.ts). */
+  maxPipelinedRequests: number;
   /** How long in-flight requests get to finish once closing starts. */
   shutdownGraceMs: number;
-  /** Where upgrade requests go; without one, Node refuses them and closes the socket. */
+  /** Where upgrade requests go; without one, each gets the upstream's 404 and the socket closes. */
   upgrade?: UpgradeListener;
 }
 
@@ -30,6 +38,16 @@ export interface RunningServer {
 // Idle keep-alive connections are closed this often while draining: each becomes idle when
 // its last request finishes, and Node only closes the ones idle at the moment it is asked.
 const IDLE_SWEEP_MS = 50;
+
+// How often node:http checks the head and request deadlines (its default, 30 s, would let a
+// client that never finishes its head live half a minute past headersTimeoutMs).
+const DEADLINE_CHECK_MS = 1000;
+
+const refuseUpgrade: UpgradeListener = (req, socket) => sendSocketError(socket, routeNotFound(req.method ?? 'GET', req.url ?? ''));
+
+/** Whether the request's framing announces content (RFC 9112 §6.3): without it there is nothing to continue. */
+const hasContent = (req: IncomingMessage): boolean =>
+  req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
 
 /**
  * Upgraded sockets leave HTTP's bookkeeping: shutdown has to end them itself, and their
@@ -59,9 +77,20 @@ function closeGracefully(server: Server, upgraded: Set<Socket>, graceMs: number)
 }
 
 export async function startHttpServer(handler: RequestListener, options: HttpServerOptions): Promise<RunningServer> {
-  const server = createServer({ requestTimeout: options.requestTimeoutMs }, handler);
-  const upgraded = options.upgrade ? trackUpgrades(server) : new Set<Socket>();
-  if (options.upgrade) server.on('upgrade', options.upgrade);
+  const listener = boundPipelining(handler, options.maxPipelinedRequests);
+  const server = createServer(
+    { requestTimeout: options.requestTimeoutMs, headersTimeout: options.headersTimeoutMs, connectionsCheckingInterval: DEADLINE_CHECK_MS },
+    listener,
+  );
+  // Node answers `Expect: 100-continue` with an interim 100 before the handler runs. A request
+  // without content has nothing to continue (RFC 9110 §10.1.1 lets the server omit the 100),
+  // so a GET or HEAD gets its answer alone; one with content gets the 100 it waits for.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (hasContent(req)) res.writeContinue();
+    listener(req, res);
+  });
+  const upgraded = trackUpgrades(server);
+  server.on('upgrade', options.upgrade ?? refuseUpgrade);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());

@@ -253,12 +253,14 @@ describe('input the upstream would reject', () => {
     expect(paths).toHaveLength(tricky.length);
     for (const path of paths) expect(path).toMatch(/^\/extended\/v1\/contract\/[^/]+\/events$/);
 
-    // A whole-segment ".." is refused: a URL normaliser on the way would resolve it even encoded.
-    for (const segment of ['..', '%2E%2E', '.']) {
-      const refused = await getLiteralPath(p.url, `/extended/v1/contract/${segment}/events`);
-      expect(refused.status).toBe(400);
+    // A whole-segment "." or ".." (also encoded) is no parameter but a dot segment, resolved once
+    // before routing (a URL normaliser on the way would resolve it too): what reaches the upstream
+    // is the resolved path, never the dot segment.
+    for (const [segment, decided] of [['..', '/extended/v1/events'], ['%2E%2E', '/extended/v1/events'], ['.', '/extended/v1/contract/events']]) {
+      upstream.resetCounts();
+      await getLiteralPath(p.url, `/extended/v1/contract/${segment}/events`);
+      expect(upstream.requests.map((r) => r.path), segment).toEqual([decided]);
     }
-    expect(upstream.requests).toHaveLength(tricky.length);
   });
 
   it('answers other methods on a read route with 405', async () => {

@@ -44,6 +44,20 @@ export class FaultPlan {
   }
 }
 
+// How much more of a request body a `close` failure reads before it drops the connection: by
+// then the client has read the answer (a server that reset at once could make the client's
+// kernel drop the unread answer, which no client can help).
+const CLOSE_AFTER_BYTES = 1024 * 1024;
+
+function dropAfterReading(req: IncomingMessage, bytes: number): void {
+  let read = 0;
+  req.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read >= bytes) req.socket.destroy();
+  });
+  req.once('end', () => req.socket.destroy());
+}
+
 export function matches(pattern: RegExp | undefined, url: string): boolean {
   if (!pattern) return true;
   pattern.lastIndex = 0; // a /g or /y pattern would otherwise resume from its previous match
@@ -67,6 +81,10 @@ export function fail(req: IncomingMessage, res: ServerResponse, how: Exclude<Fai
     return;
   }
   if (how === 'garbage') write(res, 200, headers, GARBAGE_BODY);
+  else if (how.close) {
+    write(res, how.status, { ...headers, ...how.headers }, how.body ?? errorBody(how.status, 'Injected failure'));
+    dropAfterReading(req, CLOSE_AFTER_BYTES);
+  }
   else write(res, how.status, { ...headers, ...how.headers }, how.body ?? errorBody(how.status, 'Injected failure'));
 }
 

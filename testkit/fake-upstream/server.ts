@@ -30,6 +30,8 @@ export class FakeUpstreamServer implements FakeUpstream {
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
+  private inFlight = 0;
+  peakInFlight = 0;
 
   constructor() {
     this.server.on('connection', (socket) => {
@@ -66,6 +68,11 @@ export class FakeUpstreamServer implements FakeUpstream {
 
   resetCounts(): void {
     this.requests.length = 0; // in place: callers may hold the array
+    this.peakInFlight = this.inFlight;
+  }
+
+  get openWebSockets(): number {
+    return this.wss.clients.size;
   }
 
   tip() {
@@ -128,6 +135,9 @@ export class FakeUpstreamServer implements FakeUpstream {
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
     this.record(req.method ?? 'GET', url, req.headers);
+    this.inFlight += 1;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+    res.once('close', () => (this.inFlight -= 1));
     const failure = this.faults.take(url);
     this.later(this.faults.delayFor(url), () => {
       if (failure && !isWrongResource(failure)) fail(req, res, failure);

@@ -19,10 +19,13 @@ export interface RecordedRequest {
  * add to the JSON defaults, e.g. `retry-after` or `content-type`), a transport-level fault, or
  * a well-formed answer about another resource (`answerAs`: what the fake answers for that
  * path and query instead, status, headers and body).
+ * A status answers at once, before any request body is read; with `close` the fake then reads
+ * 1 MiB more of the body and drops the connection (as a server refusing a large upload does),
+ * so the rest of the body cannot be sent.
  * `stall-body`: a 200 whose headers and first body bytes arrive, then nothing more.
  */
 export type FailureMode =
-  | { status: number; body?: string; headers?: Record<string, string> }
+  | { status: number; body?: string; headers?: Record<string, string>; close?: boolean }
   | { answerAs: string }
   | 'reset'
   | 'hang'
@@ -36,7 +39,12 @@ export interface FakeUpstream {
   requests: RecordedRequest[];
   /** A string matches the path (no query) or the whole url; a RegExp is tested on the url. */
   count(match?: string | RegExp | ((r: RecordedRequest) => boolean)): number;
+  /** Clears `requests` and `peakInFlight`. */
   resetCounts(): void;
+  /** The most HTTP requests it was answering at one time (since the last resetCounts). */
+  readonly peakInFlight: number;
+  /** WebSocket connections open now. */
+  readonly openWebSockets: number;
   tip(): { height: number; index_block_hash: string; block_hash: string; burn_block_height: number };
   /** Appends `blocks` (default 1) empty canonical blocks, each one burn block higher. */
   advanceTip(blocks?: number): void;

@@ -1,0 +1,121 @@
+/**
+ * What the passthrough may forward, decided without I/O: which paths (the upstream's public
+ * API, a setting), and which of a client's headers go with them. The upstream is a shared
+ * node reached with the operator's credentials, so a client's own credentials and cookies
+ * never travel on, and nothing outside the public API is reachable through the proxy.
+ */
+/** A request's headers as node:http parses them (names in lowercase). */
+export type IncomingHttpHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/**
+ * A prefix ending in `/` matches every path below it; any other prefix matches that exact
+ * path and the paths below it (`/extended` matches `/extended` and `/extended/v1/...`, not
+ * `/extendedx`). `path` is the decided path (request-target.ts), without its query.
+ */
+export function isAllowedPath(path: string, prefixes: readonly string[]): boolean {
+  return prefixes.some((prefix) =>
+    prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix || path.startsWith(`${prefix}/`),
+  );
+}
+
+/**
+ * The client's headers that reach the upstream: content negotiation, the body's framing and
+ * type, conditional requests, CORS preflight, the user agent. Never Cookie, Authorization,
+ * X-API-Key or anything else a client may use to speak for the operator or itself.
+ */
+const FORWARDED_HEADERS = [
+  'accept',
+  // The passthrough streams bytes untouched, so a compressed answer reaches the client as sent.
+  'accept-encoding',
+  'accept-language',
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'if-none-match',
+  'if-modified-since',
+  'origin',
+  'access-control-request-method',
+  'access-control-request-headers',
+  'user-agent',
+] as const;
+
+/** The WebSocket handshake's own headers (RFC 6455 §4.1), forwarded on upgrades only. */
+const WEBSOCKET_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-protocol', 'sec-websocket-extensions'] as const;
+
+export interface ForwardContext {
+  /** The request id every log line of this request carries (the client's or a new one). */
+  requestId: string;
+  /** The client's address, appended to X-Forwarded-For. */
+  clientAddress: string | undefined;
+  /** A WebSocket upgrade: Upgrade/Connection and the Sec-WebSocket-* headers go on too. */
+  upgrade: boolean;
+  /** The operator's headers for the chosen upstream (x-api-key and configured ones): they win. */
+  operatorHeaders: Readonly<Record<string, string>>;
+}
+
+const single = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value.join(', ') : value);
+
+/** Names the client's Connection header lists are hop-by-hop (RFC 9110 §7.6.1) and stay here. */
+function connectionNamed(headers: IncomingHttpHeaders): Set<string> {
+  const named = new Set<string>();
+  for (const token of (single(headers.connection) ?? '').split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name) named.add(name);
+  }
+  return named;
+}
+
+/** The headers of the request the upstream gets for this client request. */
+export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, context: ForwardContext): Record<string, string> {
+  const hopByHop = connectionNamed(incoming);
+  const out: Record<string, string> = {};
+  const copy = (name: string): void => {
+    const value = single(incoming[name]);
+    if (value !== undefined && !hopByHop.has(name)) out[name] = value;
+  };
+  for (const name of FORWARDED_HEADERS) copy(name);
+  // Node has already de-chunked the body; the outgoing request chunks it again when it has no length.
+  if (incoming['transfer-encoding'] !== undefined && out['content-length'] === undefined) out['transfer-encoding'] = 'chunked';
+  if (context.upgrade) {
+    for (const name of WEBSOCKET_HEADERS) {
+      const value = single(incoming[name]);
+      if (value !== undefined) out[name] = value;
+    }
+    out.connection = 'Upgrade';
+    out.upgrade = 'websocket';
+  }
+  // X-Forwarded-For is a chain: the client's claims stay, the address the proxy saw comes last.
+  const chain = hopByHop.has('x-forwarded-for') ? undefined : single(incoming['x-forwarded-for']);
+  if (context.clientAddress) out['x-forwarded-for'] = chain ? `${chain}, ${context.clientAddress}` : context.clientAddress;
+  const proto = single(incoming['x-forwarded-proto']);
+  out['x-forwarded-proto'] = proto === 'http' || proto === 'https' ? proto : 'http';
+  const host = single(incoming.host);
+  if (host !== undefined) out['x-forwarded-host'] = host;
+  out['x-request-id'] = context.requestId;
+  return { ...out, ...lowercased(context.operatorHeaders) };
+}
+
+function lowercased(headers: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  return out;
+}
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1): each connection has its own, the proxy's are Node's. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+/**
+ * The upstream answer's headers a client may see: without the upstream connection's hop-by-hop
+ * headers, with Connection saying whether the client's connection stays open (`keepAlive`:
+ * what node:http decided for it from the client's request).
+ */
+export function clientResponseHeaders(
+  upstream: Readonly<Record<string, string | string[] | undefined>>,
+  keepAlive: boolean,
+): Record<string, string | string[] | undefined> {
+  const out = { ...upstream };
+  for (const name of connectionNamed(upstream)) delete out[name];
+  for (const name of HOP_BY_HOP) delete out[name];
+  out.connection = keepAlive ? 'keep-alive' : 'close';
+  return out;
+}
