@@ -43,7 +43,9 @@ export function judgeCase(report: CaseReport): Violation[] {
     const { status, headers, body } = outcome.answer;
     if (status >= 500) {
       const own = ownRouteAnswer(request.target);
-      const reproducesUpstream = own !== undefined && own.status === status && own.body === body.toString('utf8');
+      // A HEAD answer carries no body to compare.
+      const sameBody = request.method === 'HEAD' || own?.body === body.toString('utf8');
+      const reproducesUpstream = own !== undefined && own.status === status && sameBody;
       const passedOn = report.upstream.some((exchange) => exchange.status === status);
       if (!reproducesUpstream && !passedOn) {
         const asked = report.upstream.map((e) => `${e.method} ${abbreviate(e.url)} -> ${e.status ?? '?'}`).join('; ') || 'upstream not asked';
