@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CaseReport, UpstreamExchange } from '../../testkit/fuzz/lane.js';
 import { judgeCase } from '../../testkit/fuzz/properties.js';
-import { judgeUpstreamRequest, ownRouteAnswer } from '../../testkit/fuzz/upstream-oracle.js';
+import { judgeUpstreamRequest, ownRouteAnswer, ownRouteAnswers } from '../../testkit/fuzz/upstream-oracle.js';
 import { RECORDED } from '../../testkit/index.js';
 
 const verdictOf = (url: string) => {
@@ -57,6 +57,13 @@ describe('upstream oracle', () => {
     expect(ownRouteAnswer('/extended/v2/blocks/abc')?.status).toBe(400);
     expect(ownRouteAnswer('/v2/info')).toBeUndefined();
   });
+
+  it('knows it also for a target a proxy may normalise into the route (absolute form, doubled slashes, dot segments)', () => {
+    for (const target of ['//extended/v2/blocks/-1', 'http://evil.example/extended/v2/blocks/-1', '/extended/x/%2e%2e/v2/blocks/-1', '/extended\\v2/blocks/-1']) {
+      expect(ownRouteAnswers(target).map((answer) => answer.status)).toContain(500);
+    }
+    expect(ownRouteAnswers('//extended/v2/blocks/1')).toEqual([]);
+  });
 });
 
 describe('fuzz properties', () => {
@@ -75,6 +82,7 @@ describe('fuzz properties', () => {
     const negative = ownRouteAnswer('/extended/v2/blocks/-1');
     expect(properties(answered('GET', '/extended/v2/blocks/-1', 500, negative?.body ?? ''))).toEqual([]);
     expect(properties(answered('HEAD', '/extended/v2/blocks/-1', 500, ''))).toEqual([]);
+    expect(properties(answered('GET', '//extended/v2/blocks/-1', 500, negative?.body ?? ''))).toEqual([]);
     expect(properties(answered('GET', '/extended/v2/blocks/-1', 500, '{"other":1}'))).toEqual(['no-own-5xx']);
   });
 

@@ -9,7 +9,7 @@
  *             passthrough path (./upstream-oracle.ts).
  */
 import type { CaseReport } from './lane.js';
-import { judgeUpstreamRequest, ownRouteAnswer } from './upstream-oracle.js';
+import { judgeUpstreamRequest, ownRouteAnswers } from './upstream-oracle.js';
 
 export interface Violation {
   property: 'answers' | 'no-own-5xx' | 'upstream';
@@ -42,10 +42,10 @@ export function judgeCase(report: CaseReport): Violation[] {
   } else {
     const { status, headers, body } = outcome.answer;
     if (status >= 500) {
-      const own = ownRouteAnswer(request.target);
       // A HEAD answer carries no body to compare.
-      const sameBody = request.method === 'HEAD' || own?.body === body.toString('utf8');
-      const reproducesUpstream = own !== undefined && own.status === status && sameBody;
+      const reproducesUpstream = ownRouteAnswers(request.target).some(
+        (own) => own.status === status && (request.method === 'HEAD' || own.body === body.toString('utf8')),
+      );
       const passedOn = report.upstream.some((exchange) => exchange.status === status);
       if (!reproducesUpstream && !passedOn) {
         const asked = report.upstream.map((e) => `${e.method} ${abbreviate(e.url)} -> ${e.status ?? '?'}`).join('; ') || 'upstream not asked';

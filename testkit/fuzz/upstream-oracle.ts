@@ -37,10 +37,14 @@ function sameRequest(a: string, b: string): boolean {
   return x.path === y.path && pairs(x.query) === pairs(y.query);
 }
 
-/** How the upstream's router reads a path: percent-decoded except reserved characters; undefined when it cannot. */
+/**
+ * How the upstream's router (find-my-way) reads a path: percent-decoded, except reserved
+ * characters (as decodeURI) and `%25`, so an encoded `%` never decodes twice; undefined when it
+ * cannot decode it (the upstream answers 400).
+ */
 function upstreamReading(path: string): string | undefined {
   try {
-    return decodeURI(path);
+    return decodeURI(path.replace(/%25/g, '%2525'));
   } catch {
     return undefined;
   }
@@ -96,4 +100,22 @@ export function ownRouteAnswer(target: string): ErrorReply | undefined {
   if (match.kind !== 'match') return undefined;
   const outcome = validateRequest(match.route, match.params, query);
   return outcome.kind === 'error' ? outcome.error : undefined;
+}
+
+/**
+ * ownRouteAnswer for the target as sent and for a lenient normalisation of it (authority of an
+ * absolute form dropped, backslashes as slashes, dot segments resolved, slashes collapsed):
+ * a proxy that normalises a target into a route answers as that route does. Lenient on purpose:
+ * it only widens the one exception to "no 5xx of the proxy's own".
+ */
+export function ownRouteAnswers(target: string): ErrorReply[] {
+  const answers = [ownRouteAnswer(target)];
+  const { path, query } = splitTarget(target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?]*/i, ''));
+  try {
+    const resolved = new URL(path.replace(/\\/g, '/').replace(/\/{2,}/g, '/'), 'http://fuzz.invalid').pathname;
+    answers.push(ownRouteAnswer(`${resolved}${query ? `?${query}` : ''}`));
+  } catch {
+    // Not a path WHATWG URL can resolve: only the target as sent counts.
+  }
+  return answers.filter((answer): answer is ErrorReply => answer !== undefined);
 }
