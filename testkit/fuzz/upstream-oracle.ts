@@ -104,7 +104,8 @@ export function ownRouteAnswer(target: string): ErrorReply | undefined {
 
 /**
  * ownRouteAnswer for the target as sent and for a lenient normalisation of it (authority of an
- * absolute form dropped, backslashes as slashes, dot segments resolved, slashes collapsed):
+ * absolute form dropped, unreserved characters decoded, backslashes as slashes, dot segments
+ * resolved, slashes collapsed):
  * a proxy that normalises a target into a route answers as that route does. Lenient on purpose:
  * it only widens the one exception to "no 5xx of the proxy's own".
  */
@@ -112,7 +113,11 @@ export function ownRouteAnswers(target: string): ErrorReply[] {
   const answers = [ownRouteAnswer(target)];
   const { path, query } = splitTarget(target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?]*/i, ''));
   try {
-    const resolved = new URL(path.replace(/\\/g, '/').replace(/\/{2,}/g, '/'), 'http://fuzz.invalid').pathname;
+    const unreserved = path.replace(/%([0-9a-f]{2})/gi, (escape, hex: string) => {
+      const char = String.fromCharCode(Number.parseInt(hex, 16));
+      return /[A-Za-z0-9._~-]/.test(char) ? char : escape;
+    });
+    const resolved = new URL(unreserved.replace(/\\/g, '/').replace(/\/{2,}/g, '/'), 'http://fuzz.invalid').pathname;
     answers.push(ownRouteAnswer(`${resolved}${query ? `?${query}` : ''}`));
   } catch {
     // Not a path WHATWG URL can resolve: only the target as sent counts.
