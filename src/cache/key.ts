@@ -3,7 +3,9 @@
  * per request, and `<prefix>:v<schema>:tx:<tx id>?<query>` for the one entry per transaction
  * that /tx/{id} and tx/multiple share. The canonical request (routes/validate.ts) already has
  * lower-case hex ids, defaults dropped, sorted params and one form for lists, so equal
- * requests share one key.
+ * requests share one key. Keys are bounded because their parts are (routes/): path parameters
+ * at most 100 characters, free-text values 256, tx/multiple lists 250 ids, integers at most
+ * 309 digits, only declared query keys.
  */
 import type { RouteId, RouteSpec } from '../routes/route-spec.js';
 import type { CanonicalRequest } from '../routes/validate.js';

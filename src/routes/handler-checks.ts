@@ -4,11 +4,20 @@
  * Sources: upstream src/helpers.ts (isValidPrincipal), src/api/query-helpers.ts.
  */
 import { c32addressDecode } from 'c32check';
+import { integerText } from './param-kinds.js';
 
 const CONTRACT_NAME = /^[a-zA-Z]([a-zA-Z0-9]|[-_])*$/;
 const CONTRACT_NAME_MAX = 128;
+/**
+ * The longest c32 address: "S", a version character and at most 39 characters for the 20-byte
+ * hash and 4-byte checksum (the upstream's own address pattern stops at 41 too). c32 decoding
+ * is quadratic in its input (a 16 KB string costs 80 ms), so nothing longer is decoded.
+ */
+export const MAX_ADDRESS_LENGTH = 41;
+/** The longest principal the handler can find valid: an address, ".", and a 128-character name. */
+export const MAX_PRINCIPAL_LENGTH = MAX_ADDRESS_LENGTH + 1 + CONTRACT_NAME_MAX;
 
-function isValidC32Address(address: string): boolean {
+export function isValidC32Address(address: string): boolean {
   try {
     c32addressDecode(address);
     return true;
@@ -17,12 +26,21 @@ function isValidC32Address(address: string): boolean {
   }
 }
 
-/** Mirrors upstream isValidPrincipal: `split('.')` keeps only the first two parts, on purpose. */
-export function isValidPrincipal(principal: string): boolean {
-  if (!principal) return false;
-  if (!principal.includes('.')) return isValidC32Address(principal);
-  const [address = '', name = ''] = principal.split('.');
-  return isValidC32Address(address) && name.length >= 1 && name.length <= CONTRACT_NAME_MAX && CONTRACT_NAME.test(name);
+/**
+ * Mirrors upstream isValidPrincipal: like its `split('.')`, only the address and the name (the
+ * text up to a second ".") are checked. Lengths are checked before anything is decoded: a
+ * principal longer than any valid one, or an address part longer than 41, is invalid at once,
+ * so the check is linear in the input. `isValidAddress` is the c32 decoder (a parameter so
+ * that tests can count what reaches it).
+ */
+export function isValidPrincipal(principal: string, isValidAddress: (address: string) => boolean = isValidC32Address): boolean {
+  if (!principal || principal.length > MAX_PRINCIPAL_LENGTH) return false;
+  const dot = principal.indexOf('.');
+  if (dot < 0) return principal.length <= MAX_ADDRESS_LENGTH && isValidAddress(principal);
+  const nextDot = principal.indexOf('.', dot + 1);
+  const name = principal.slice(dot + 1, nextDot < 0 ? undefined : nextDot);
+  if (dot > MAX_ADDRESS_LENGTH || name.length < 1 || name.length > CONTRACT_NAME_MAX || !CONTRACT_NAME.test(name)) return false;
+  return isValidAddress(principal.slice(0, dot));
 }
 
 export const invalidPrincipalMessage = (principal: string): string => `invalid STX address "${principal}"`;
@@ -62,7 +80,8 @@ export function untilBlockQueryValue(until: UntilBlock): string | undefined {
     case 'empty':
       return '';
     case 'height':
-      return String(until.height);
+      // Digits, never `1e+21`: the upstream's parseInt would read that as block 1.
+      return integerText(until.height);
     case 'hash':
       return until.hash;
   }

@@ -37,6 +37,18 @@ function coerceInteger(text: string): number | undefined {
   return Number.isFinite(n) && n % 1 === 0 ? n : undefined;
 }
 
+/**
+ * The spelling an integer is forwarded in. The upstream reads a value with Ajv's coercion
+ * (`+text`), so every spelling of the same number (leading zeros, `1e1`, `0x10`) is the same
+ * request, and a safe integer goes as its shortest digits. Beyond 2^53 `String(n)` would give
+ * `1e+21`, which a handler that re-parses with parseInt (until_block) reads as 1: the exact
+ * decimal digits of the double the upstream reads go instead (at most 309 digits), which Ajv
+ * and parseInt both read back as that same double.
+ */
+export function integerText(n: number): string {
+  return Number.isSafeInteger(n) ? String(n) : BigInt(n).toString();
+}
+
 export function integer(opts: { min?: number; max?: number } = {}): Check<number> {
   return (raw) => {
     const text = scalar(raw);
@@ -60,6 +72,39 @@ export const string: Check<string> = (raw) => {
   const text = scalar(raw);
   return text === undefined ? fail('must be string') : ok(text);
 };
+
+/**
+ * The longest value of a free-text query parameter (until_block, cursor). The upstream sets no
+ * limit (only Node's 16 KiB request head bounds it); the longest meaningful values are 66
+ * (a block hash) and about 90 characters (a cursor). Bounded so that every cache key is.
+ */
+export const MAX_FREE_TEXT_LENGTH = 256;
+
+/**
+ * A string with Ajv's `maxLength` (counted in code points, as Ajv does). The upstream declares
+ * none on the values that use this: the proxy's own bound, so that no value makes an unbounded
+ * cache key, worded as the upstream's schema would word it.
+ */
+export function boundedString(maxLength: number): Check<string> {
+  return (raw) => {
+    const text = scalar(raw);
+    if (text === undefined) return fail('must be string');
+    return exceedsLength(text, maxLength) ? fail(`must NOT have more than ${maxLength} characters`) : ok(text);
+  };
+}
+
+/** Whether `text` has more than `max` code points; stops counting once it does. */
+export function exceedsLength(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  if (text.length > 2 * max) return true;
+  let points = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) i++; // a surrogate pair is one character
+    if (++points > max) return true;
+  }
+  return false;
+}
 
 export function pattern(source: string): Check<string> {
   const re = new RegExp(source);
@@ -90,11 +135,13 @@ export function anyOf<T>(...branches: Check<T>[]): Check<T> {
 
 /**
  * An array parameter. `splitCommas` mirrors the upstream's preValidation hook, which splits
- * a value on "," only when the key was given once (a repeated key is never split).
+ * a value on "," only when the key was given once (a repeated key is never split). `maxItems`
+ * is checked before the items, as Ajv does.
  */
-export function arrayOf<T>(item: Check<T>, opts: { splitCommas: boolean }): Check<T[]> {
+export function arrayOf<T>(item: Check<T>, opts: { splitCommas: boolean; maxItems?: number }): Check<T[]> {
   return (raw) => {
     const items = typeof raw === 'string' ? (opts.splitCommas ? raw.split(',') : [raw]) : raw;
+    if (opts.maxItems !== undefined && items.length > opts.maxItems) return fail(`must NOT have more than ${opts.maxItems} items`);
     const values: T[] = [];
     for (const [index, value] of items.entries()) {
       const result = item(value);
@@ -109,6 +156,8 @@ export function arrayOf<T>(item: Check<T>, opts: { splitCommas: boolean }): Chec
 
 // Patterns exactly as the upstream declares them (src/api/schemas/v1/params.ts). The
 // address pattern has no end anchor and the contract pattern an unescaped ".": kept as is.
+// All three run in linear time: anchored at the start, bounded repeats, no nested quantifier
+// over overlapping classes, so a failing match gives up within the first ~82 characters.
 export const TX_ID_PATTERN = '^(0x)?[a-fA-F0-9]{64}$';
 export const ADDRESS_PATTERN = '^[0123456789ABCDEFGHJKMNPQRSTVWXYZ]{28,41}';
 export const CONTRACT_ID_PATTERN = '^[0123456789ABCDEFGHJKMNPQRSTVWXYZ]{28,41}.[a-zA-Z]([a-zA-Z0-9]|[-_]){0,39}$';

@@ -7,11 +7,14 @@
  */
 import { badRequest, internalError } from '../errors.js';
 import {
+  MAX_FREE_TEXT_LENGTH,
   arrayOf,
   boolean,
+  boundedString,
   eventType,
   heightOrHash,
   integer,
+  integerText,
   principal,
   string,
   txId,
@@ -19,6 +22,7 @@ import {
   type HeightOrHash,
 } from './param-kinds.js';
 import { hexInputError, invalidPrincipalMessage, isValidPrincipal, parseUntilBlock, untilBlockQueryValue } from './handler-checks.js';
+import { MAX_PARAM_LENGTH } from './route-matcher.js';
 import type { ParamDecl, RequestFacts, ResolveContext, Resolution, RouteSpec, Values } from './route-spec.js';
 
 // Paging limits of the upstream (src/api/pagination.ts, v8+): default 20 everywhere.
@@ -38,7 +42,14 @@ const eventLimit: ParamDecl = { name: 'event_limit', check: integer({ min: 0, ma
 const eventOffset: ParamDecl = { name: 'event_offset', check: integer({ min: 0 }), defaultValue: 0 };
 const unanchored: ParamDecl = { name: 'unanchored', check: boolean, defaultValue: false };
 const excludeFunctionArgs: ParamDecl = { name: 'exclude_function_args', check: boolean, defaultValue: false };
-const untilBlock: ParamDecl = { name: 'until_block', check: string };
+// No length in the upstream's schema: the proxy's bound (param-kinds MAX_FREE_TEXT_LENGTH).
+const untilBlock: ParamDecl = { name: 'until_block', check: boundedString(MAX_FREE_TEXT_LENGTH) };
+/**
+ * The most ids in one tx/multiple request. The upstream sets no count, but its 16 KiB request
+ * head (Node's default) cannot carry more than about 240 ids; this bounds the proxy's work per
+ * request and its keys whatever the proxy's own header limit.
+ */
+export const MAX_TX_IDS = 250;
 const principalParam = (name: string): ParamDecl => ({ name, check: principal });
 
 /** Path segments are percent-encoded, so no value can add a `/`, `?` or `#` to the upstream path. */
@@ -50,6 +61,16 @@ export const encodeSegment = (value: string): string => encodeURIComponent(value
  */
 const DOT_SEGMENT = /^\.{1,2}$/;
 const dotSegmentError = (name: string): Resolution => reject(`params/${name} must not be "." or ".."`);
+
+/**
+ * An integer path segment: its digits (integerText), unless they would pass the 100 characters
+ * the upstream's router takes in a parameter (only past 1e100): then the exponent form, which
+ * Ajv reads as the same number, so the request reaches the same handler with the same value.
+ */
+const integerSegment = (n: number): string => {
+  const digits = integerText(n);
+  return digits.length <= MAX_PARAM_LENGTH ? digits : String(n);
+};
 
 /** The path only: the validator appends the canonical query (sorted, defaults dropped). */
 const request = (path: string, facts: RequestFacts = {}): Resolution => ({ kind: 'request', path, facts });
@@ -120,7 +141,7 @@ export const ROUTES: readonly RouteSpec[] = [
     entries: 'transaction',
     params: [],
     query: [
-      { name: 'tx_id', check: arrayOf(txId, { splitCommas: true }) },
+      { name: 'tx_id', check: arrayOf(txId, { splitCommas: true, maxItems: MAX_TX_IDS }) },
       eventLimit,
       eventOffset,
       unanchored,
@@ -210,7 +231,7 @@ export const ROUTES: readonly RouteSpec[] = [
       if (h.kind === 'height') {
         // The schema lets negative heights through; the handler then throws a plain Error.
         if (h.height < 0) return { kind: 'error', error: internalError('Invalid block height or hash') };
-        return request(`/extended/v2/blocks/${h.height}`, { identity: { kind: 'block', ref: { height: h.height } } });
+        return request(`/extended/v2/blocks/${integerSegment(h.height)}`, { identity: { kind: 'block', ref: { height: h.height } } });
       }
       const hash = lowerHex(h.hash.startsWith('0x') ? h.hash : `0x${h.hash}`);
       return request(`/extended/v2/blocks/${hash}`, { identity: { kind: 'block', ref: { hash } } });
@@ -292,7 +313,7 @@ export const ROUTES: readonly RouteSpec[] = [
     query: [],
     resolve: (v) => {
       const burnHeight = v.burn_block_height as number;
-      return request(`/extended/v1/block/by_burn_block_height/${burnHeight}`, { identity: { kind: 'burn_block', burnHeight } });
+      return request(`/extended/v1/block/by_burn_block_height/${integerSegment(burnHeight)}`, { identity: { kind: 'burn_block', burnHeight } });
     },
   },
   {

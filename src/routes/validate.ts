@@ -5,7 +5,7 @@
  */
 import { parse as parseQueryString } from 'node:querystring';
 import { validationError, type ErrorReply } from '../errors.js';
-import type { ParamError, RawValue } from './param-kinds.js';
+import { MAX_FREE_TEXT_LENGTH, exceedsLength, integerText, type ParamError, type RawValue } from './param-kinds.js';
 import type { RequestFacts, RouteSpec, Values } from './route-spec.js';
 
 export interface CanonicalRequest {
@@ -35,7 +35,9 @@ export function serializeQuery(query: Map<string, string>): string {
     .join('&');
 }
 
+/** Integers keep their digits (never `1e+21`); lists are one comma-joined value. */
 function canonicalValue(value: unknown): string {
+  if (typeof value === 'number') return integerText(value);
   return Array.isArray(value) ? value.join(',') : String(value);
 }
 
@@ -74,6 +76,9 @@ export function validateRequest(
     if (raw === undefined) continue;
     // One value only: a repeated undeclared key has no single form to forward faithfully.
     if (typeof raw !== 'string') return { kind: 'error', error: validationError(`querystring/${name} must be string`) };
+    if (exceedsLength(raw, MAX_FREE_TEXT_LENGTH)) {
+      return { kind: 'error', error: validationError(`querystring/${name} must NOT have more than ${MAX_FREE_TEXT_LENGTH} characters`) };
+    }
     query.set(name, raw);
   }
 

@@ -6,7 +6,7 @@
  */
 import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
 import { describe, expect, it, vi } from 'vitest';
-import { decodeEntry, encodeEntry, entrySize, type CacheEntry } from '../../src/cache/entry.js';
+import { ENTRY_OVERHEAD_BYTES, decodeEntry, encodeEntry, entryCost, type CacheEntry } from '../../src/cache/entry.js';
 import { scanObjectMembers } from '../../src/cache/json-object-scan.js';
 import { MemoryStore } from '../../src/cache/memory-store.js';
 import { composeList, orderItems } from '../../src/cache/tx-list.js';
@@ -14,10 +14,11 @@ import { matchesIfNoneMatch } from '../../src/http/respond.js';
 import { recordingsMatching } from '../../testkit/index.js';
 import { entry } from '../support/entries.js';
 
-/** A body whose entry costs exactly `size` bytes in the memory tier. */
-function sized(size: number, tag = 'x'): CacheEntry {
-  const overhead = entrySize(entry(''));
-  return entry(tag.repeat(size - overhead));
+/** A body whose entry costs exactly `size` bytes in the memory tier under `key`. */
+function sized(key: string, size: number, tag = 'x'): CacheEntry {
+  const overhead = entryCost(key, entry(''));
+  // Buffer.alloc: a body that owns its memory, as the memory tier keeps bodies.
+  return entry(Buffer.alloc(size - overhead, tag));
 }
 
 describe('MemoryStore', () => {
@@ -34,11 +35,11 @@ describe('MemoryStore', () => {
 
   it('counts entries and bytes', async () => {
     const s = store(10 * UNIT);
-    await s.set('a', sized(UNIT), null);
-    await s.set('b', sized(2 * UNIT), null);
+    await s.set('a', sized('a', UNIT), null);
+    await s.set('b', sized('b', 2 * UNIT), null);
     expect(s.entryCount).toBe(2);
     expect(s.byteCount).toBe(3 * UNIT);
-    await s.set('a', sized(3 * UNIT), null);
+    await s.set('a', sized('a', 3 * UNIT), null);
     expect(s.entryCount).toBe(2);
     expect(s.byteCount).toBe(5 * UNIT);
     await s.delete('b');
@@ -49,10 +50,10 @@ describe('MemoryStore', () => {
   it('evicts the least recently used entries first when over its byte budget', async () => {
     const evictions = vi.fn();
     const s = store(3 * UNIT, { onEviction: evictions });
-    await s.set('a', sized(UNIT, 'a'), null);
-    await s.set('b', sized(UNIT, 'b'), null);
-    await s.set('c', sized(UNIT, 'c'), null);
-    await s.set('d', sized(UNIT, 'd'), null);
+    await s.set('a', sized('a', UNIT, 'a'), null);
+    await s.set('b', sized('b', UNIT, 'b'), null);
+    await s.set('c', sized('c', UNIT, 'c'), null);
+    await s.set('d', sized('d', UNIT, 'd'), null);
     expect(await s.get('a')).toBeUndefined();
     expect((await s.get('b'))?.body.toString()[0]).toBe('b');
     expect(s.byteCount).toBe(3 * UNIT);
@@ -62,11 +63,11 @@ describe('MemoryStore', () => {
 
   it('refreshes recency on get, so the entry read last survives', async () => {
     const s = store(3 * UNIT);
-    await s.set('a', sized(UNIT), null);
-    await s.set('b', sized(UNIT), null);
-    await s.set('c', sized(UNIT), null);
+    await s.set('a', sized('a', UNIT), null);
+    await s.set('b', sized('b', UNIT), null);
+    await s.set('c', sized('c', UNIT), null);
     expect(await s.get('a')).toBeDefined();
-    await s.set('d', sized(UNIT), null);
+    await s.set('d', sized('d', UNIT), null);
     expect(s.peek('b')).toBeUndefined();
     expect(s.peek('a')).toBeDefined();
     expect(s.peek('c')).toBeDefined();
@@ -75,8 +76,8 @@ describe('MemoryStore', () => {
 
   it('evicts as many old entries as a large new one needs', async () => {
     const s = store(4 * UNIT);
-    for (const key of ['a', 'b', 'c', 'd']) await s.set(key, sized(UNIT), null);
-    await s.set('big', sized(3 * UNIT), null);
+    for (const key of ['a', 'b', 'c', 'd']) await s.set(key, sized(key, UNIT), null);
+    await s.set('big', sized('big', 3 * UNIT), null);
     expect(['a', 'b', 'c'].map((k) => s.peek(k))).toEqual([undefined, undefined, undefined]);
     expect(s.peek('d')).toBeDefined();
     expect(s.peek('big')).toBeDefined();
@@ -85,19 +86,19 @@ describe('MemoryStore', () => {
 
   it('does not keep entries larger than maxEntryBytes, and does not evict others for them', async () => {
     const s = store(10 * UNIT, { maxEntryBytes: 2 * UNIT });
-    await s.set('small', sized(UNIT), null);
-    await s.set('huge', sized(2 * UNIT + 1), null);
+    await s.set('small', sized('small', UNIT), null);
+    await s.set('huge', sized('huge', 2 * UNIT + 1), null);
     expect(s.peek('huge')).toBeUndefined();
     expect(s.peek('small')).toBeDefined();
     expect(s.byteCount).toBe(UNIT);
-    await s.set('edge', sized(2 * UNIT), null);
+    await s.set('edge', sized('edge', 2 * UNIT), null);
     expect(s.peek('edge')).toBeDefined();
   });
 
   it('drops the old value when a key is overwritten with a too-large one', async () => {
     const s = store(10 * UNIT, { maxEntryBytes: 2 * UNIT });
-    await s.set('k', sized(UNIT), null);
-    await s.set('k', sized(5 * UNIT), null);
+    await s.set('k', sized('k', UNIT), null);
+    await s.set('k', sized('k', 5 * UNIT), null);
     expect(s.peek('k')).toBeUndefined();
     expect(s.byteCount).toBe(0);
   });
@@ -107,8 +108,8 @@ describe('MemoryStore', () => {
   it('keeps an entry for its whole retention on the injected clock, drops it the next millisecond (as Redis PX does), and frees its bytes', async () => {
     let now = 50_000;
     const s = store(10 * UNIT, { now: () => now });
-    await s.set('short', sized(UNIT), 1_000);
-    await s.set('forever', sized(UNIT), null);
+    await s.set('short', sized('short', UNIT), 1_000);
+    await s.set('forever', sized('forever', UNIT), null);
     now += 1_000;
     expect(await s.get('short')).toBeDefined();
     now += 1;
@@ -119,18 +120,82 @@ describe('MemoryStore', () => {
 
   it('returns the stored entry object itself (no copy on the hit path)', async () => {
     const s = store(10 * UNIT);
-    const e = sized(UNIT);
+    const e = sized('k', UNIT);
     await s.set('k', e, null);
     expect(s.peek('k')).toBe(e);
+    expect(s.peek('k')).toBe(e);
+  });
+
+  it('stores a body that is a view of a larger buffer as a copy of exactly its bytes, so it pins nothing', async () => {
+    const s = store(100 * UNIT);
+    const parent = Buffer.alloc(64 * 1024, 'p');
+    parent.write('{"found":false}', 1_000);
+    const view = entry(parent.subarray(1_000, 1_015));
+    await s.set('view', view, null);
+    const stored = s.peek('view');
+    expect(stored?.body.toString()).toBe('{"found":false}');
+    expect(stored?.body.buffer.byteLength).toBe(15);
+    expect(stored?.body.buffer).not.toBe(parent.buffer);
+    // A small Buffer.from() lives in Node's shared 8 KiB pool: copied out of it too.
+    const pooled = entry(Buffer.from('{"a":1}'));
+    expect(pooled.body.buffer.byteLength).toBeGreaterThan(7);
+    await s.set('pooled', pooled, null);
+    expect(s.peek('pooled')?.body.buffer.byteLength).toBe(7);
+    // What a Redis read gives the tier: decodeEntry's body is a view of the whole encoded value.
+    const decoded = decodeEntry(encodeEntry(entry('{"tx_id":"0x01"}')));
+    expect(decoded?.body.buffer.byteLength).toBeGreaterThan(16);
+    await s.set('decoded', decoded as CacheEntry, null);
+    expect(s.peek('decoded')?.body.buffer.byteLength).toBe(16);
+    expect(s.peek('decoded')?.body.toString()).toBe('{"tx_id":"0x01"}');
+  });
+
+  it('drops expired entries on its periodic sweep, without anyone reading them, and frees their bytes', async () => {
+    vi.useFakeTimers();
+    try {
+      let now = 50_000;
+      const s = new MemoryStore({ maxBytes: 10 * UNIT, maxEntryBytes: 10 * UNIT, now: () => now, sweepIntervalMs: 1_000 });
+      await s.set('short', sized('short', UNIT), 500);
+      await s.set('forever', sized('forever', UNIT), null);
+      now += 501;
+      expect(s.entryCount).toBe(2); // expired, but nothing read it yet
+      vi.advanceTimersByTime(1_000);
+      expect(s.entryCount).toBe(1);
+      expect(s.byteCount).toBe(UNIT);
+      expect(s.peek('forever')).toBeDefined();
+      await s.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('empties on close', async () => {
     const s = store(10 * UNIT);
-    await s.set('k', sized(UNIT), null);
+    await s.set('k', sized('k', UNIT), null);
     await s.close();
     expect(s.entryCount).toBe(0);
     expect(s.byteCount).toBe(0);
     expect(await s.get('k')).toBeUndefined();
+  });
+});
+
+describe('entryCost: what an entry holds in the memory tier', () => {
+  const KEY = 'scp:v2:tx:0xab';
+  const BASE = entry(Buffer.alloc(200), { etag: '"e"' });
+
+  it('counts the overhead, the key and the etag as two-byte strings, the body bytes, and each header', () => {
+    // 600 overhead + key (16 + 2 x 14) + body 200 + etag (16 + 2 x 3)
+    //   + content-type header (16 + name 16 + 2 x 12 + value 16 + 2 x 31)
+    expect(entryCost(KEY, BASE)).toBe(1_000);
+    expect(ENTRY_OVERHEAD_BYTES).toBe(600);
+  });
+
+  it('grows with the key, the headers and the optional metadata', () => {
+    expect(entryCost(`${KEY}?event_limit=50`, BASE)).toBe(1_000 + 2 * '?event_limit=50'.length);
+    expect(entryCost(KEY, { ...BASE, headers: { ...BASE.headers, warning: 'x' } })).toBe(1_000 + 16 + (16 + 14) + (16 + 2));
+    expect(entryCost(KEY, { ...BASE, upstreamEtag: '"u"' })).toBe(1_000 + 16 + 16 + 6);
+    expect(entryCost(KEY, { ...BASE, tipHash: '0x01' })).toBe(1_000 + 16 + 16 + 8);
+    expect(entryCost(KEY, { ...BASE, listItem: { found: true } })).toBe(1_000 + 64);
+    expect(entryCost(KEY, { ...BASE, body: Buffer.alloc(1_200) })).toBe(2_000);
   });
 });
 
