@@ -9,7 +9,8 @@
  * distinct contract ids and of unknown tx ids, and tx/multiple lists of unknown ids (one entry
  * per member).
  *
- *   BENCH_SECONDS (60)  MEMORY_MAX_BYTES (16 MiB)  BENCH_CONNECTIONS (32)
+ *   FLOOD_SECONDS (60)  MEMORY_MAX_BYTES (16 MiB)  BENCH_CONNECTIONS (32)
+ *   `npm run bench` runs it last, for 20 s.
  *   PROXY_NODE_OPTIONS: NODE_OPTIONS for the proxy only (e.g. --max-old-space-size=128)
  *
  * Prints one line per sample (RSS, growth over the idle baseline, the tier's own byte count and
@@ -24,7 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { projectRoot } from '../src/paths.js';
 import { RECORDED, freePort, isAnswering, startFakeUpstream, stopChild, waitFor } from '../testkit/index.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
+const SECONDS = Number(process.env.FLOOD_SECONDS ?? 60);
 const MAX_BYTES = Number(process.env.MEMORY_MAX_BYTES ?? 16 * 2 ** 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SAMPLE_MS = 2_000;
