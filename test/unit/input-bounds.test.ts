@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { isValidC32Address, isValidPrincipal, MAX_ADDRESS_LENGTH } from '../../src/routes/handler-checks.js';
 import { integerText, MAX_FREE_TEXT_LENGTH } from '../../src/routes/param-kinds.js';
 import { createRouteMatcher, MAX_PARAM_LENGTH } from '../../src/routes/route-matcher.js';
-import { MAX_TX_IDS, ROUTE_BY_ID, ROUTES } from '../../src/routes/route-table.js';
-import type { RouteId } from '../../src/routes/route-spec.js';
-import { validateRequest, type ValidationOutcome } from '../../src/routes/validate.js';
+import { MAX_TX_IDS, ROUTES } from '../../src/routes/route-table.js';
+import type { ValidationOutcome } from '../../src/routes/validate.js';
+import { requestOf, validateRoute } from '../support/validate-route.js';
 
 const ADDRESS = 'ST000000000000000000002AMW42H';
 const TX = `0x${'ab'.repeat(32)}`;
@@ -20,16 +20,9 @@ const C32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 /** `n` characters of the c32 alphabet: passes the upstream's (unanchored) address pattern. */
 const c32Run = (n: number): string => Array.from({ length: n }, (_, i) => C32[(i * 7) % 32]).join('');
 
-function run(id: RouteId, params: Record<string, string>, query = ''): ValidationOutcome {
-  const route = ROUTE_BY_ID.get(id);
-  if (!route) throw new Error(`no route ${id}`);
-  return validateRequest(route, params, query);
-}
+const run = validateRoute;
 
-function pathOf(outcome: ValidationOutcome): string {
-  if (outcome.kind !== 'request') throw new Error(`expected a request, got ${JSON.stringify(outcome)}`);
-  return outcome.request.upstreamPath;
-}
+const pathOf = (outcome: ValidationOutcome): string => requestOf(outcome).upstreamPath;
 
 const schemaError = (message: string): ValidationOutcome => ({
   kind: 'error',

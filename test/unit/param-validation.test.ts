@@ -4,9 +4,8 @@
  * §4) and turn valid input into one canonical upstream request.
  */
 import { describe, expect, it } from 'vitest';
-import { ROUTE_BY_ID } from '../../src/routes/route-table.js';
-import type { RouteId } from '../../src/routes/route-spec.js';
-import { validateRequest, type CanonicalRequest, type ValidationOutcome } from '../../src/routes/validate.js';
+import type { ValidationOutcome } from '../../src/routes/validate.js';
+import { requestOf, validateRoute } from '../support/validate-route.js';
 
 const ADDRESS = 'ST000000000000000000002AMW42H';
 const OTHER_ADDRESS = 'ST29V10QEA7BRZBTWRFC4M70NJ4J6RJB5P1C6EE84';
@@ -19,16 +18,7 @@ const TX_PATTERN = '^(0x)?[a-fA-F0-9]{64}$';
 const ADDRESS_PATTERN = '^[0123456789ABCDEFGHJKMNPQRSTVWXYZ]{28,41}';
 const CONTRACT_PATTERN = '^[0123456789ABCDEFGHJKMNPQRSTVWXYZ]{28,41}.[a-zA-Z]([a-zA-Z0-9]|[-_]){0,39}$';
 
-function run(id: RouteId, params: Record<string, string>, query = ''): ValidationOutcome {
-  const route = ROUTE_BY_ID.get(id);
-  if (!route) throw new Error(`no route ${id}`);
-  return validateRequest(route, params, query);
-}
-
-function requestOf(outcome: ValidationOutcome): CanonicalRequest {
-  if (outcome.kind !== 'request') throw new Error(`expected a request, got ${JSON.stringify(outcome)}`);
-  return outcome.request;
-}
+const run = validateRoute;
 
 const pathOf = (outcome: ValidationOutcome): string => requestOf(outcome).upstreamPath;
 
