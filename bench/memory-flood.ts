@@ -82,7 +82,7 @@ function get(agent: Agent, port: number, path: string): Promise<number> {
   });
 }
 
-/** The memory tier's byte count and entries, from the proxy's own /metrics. */
+/** The memory tier's byte count and entries, from the proxy's own /metrics (on its admin listener). */
 async function tierState(url: string): Promise<{ bytes: number; entries: number; heapUsed: number; heapTotal: number; external: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const read = (name: string, labels = '\\{tier="memory"\\}'): number => Number(new RegExp(`^${name}${labels} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
@@ -98,13 +98,16 @@ async function tierState(url: string): Promise<{ bytes: number; entries: number;
 async function main(): Promise<void> {
   const upstream = await startFakeUpstream();
   const port = await freePort();
+  const adminPort = await freePort();
   const configFile = join(tmpdir(), `memory-flood-${process.pid}.json`);
   writeFileSync(configFile, JSON.stringify({ cache: { memory: { maxBytes: MAX_BYTES } } }));
   const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'dist/src/main.js')], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, REDIS_URL: '', LOG_LEVEL: 'warn', CONFIG_FILE: configFile, NODE_OPTIONS: process.env.PROXY_NODE_OPTIONS ?? '' },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, REDIS_URL: '', LOG_LEVEL: 'warn', CONFIG_FILE: configFile, NODE_OPTIONS: process.env.PROXY_NODE_OPTIONS ?? '' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
+  // /metrics is served on the admin listener.
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const samples: Sample[] = [];
   try {
@@ -113,7 +116,7 @@ async function main(): Promise<void> {
     // Idle baseline: after start-up and a warm-up of a few hundred requests to one cached path.
     for (let i = 0; i < 300; i++) await get(agent, port, `/extended/v1/tx/${RECORDED.confirmedTxId}`);
     const baseline = rssBytes(pid);
-    const idle = await tierState(url);
+    const idle = await tierState(adminUrl);
     process.stderr.write(
       `memory flood: maxBytes ${(MAX_BYTES / MiB).toFixed(0)} MiB, idle RSS ${(baseline / MiB).toFixed(0)} MiB ` +
         `(heap ${(idle.heapUsed / MiB).toFixed(0)}/${(idle.heapTotal / MiB).toFixed(0)} MiB), ${SECONDS} s, ${CONNECTIONS} connections\n`,
@@ -132,7 +135,7 @@ async function main(): Promise<void> {
     const sampler = (async () => {
       while (Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
-        const tier = await tierState(url);
+        const tier = await tierState(adminUrl);
         const sample: Sample = {
           seconds: Math.round((Date.now() - started) / 1_000),
           requests: sent,

@@ -36,7 +36,7 @@ process.stdout.write(
     'Try (run twice: X-Cache goes MISS -> HIT):',
     ...examples.map((path) => `  curl -si '${proxy.url}${path}' | grep -iE '^(HTTP|x-cache|etag|age|cache-control)'`),
     '',
-    `  curl -s ${proxy.url}/metrics | grep stacks_proxy_http_requests_total`,
+    `  curl -s ${proxy.adminUrl}/metrics | grep stacks_proxy_http_requests_total`,
     'Ctrl-C stops both.',
     '',
   ].join('\n'),

@@ -23,7 +23,11 @@ import { upstreamHeadersFor } from './upstream/outgoing-headers.js';
 import { createPassthrough } from './http/passthrough.js';
 import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
-import { startHttpServer } from './http/server-lifecycle.js';
+import { startHttpServer, type RunningServer } from './http/server-lifecycle.js';
+import { createAdminListener } from './http/admin/admin-listener.js';
+import { cacheStats } from './http/admin/cache-stats.js';
+import { Purger, purgeChannelName } from './cache/purger.js';
+import { RedisPurgeChannel } from './cache/redis-purge-channel.js';
 import { ROUTE_BY_ID, ROUTES } from './routes/route-table.js';
 import { UPSTREAM_DEPRECATION_WARNING } from './routes/route-spec.js';
 
@@ -36,6 +40,13 @@ export interface ProxyServer {
   store: TieredStore;
   upstream: UpstreamClient;
   health: UpstreamHealth;
+  /** The admin listener (ADMIN_PORT): /metrics, /health, /ready with details, the admin API. */
+  adminUrl: string;
+  adminPort: number;
+  /** Admin purges: this instance's, and its peers' applied here (purger.counts). */
+  purger: Purger;
+  /** Settles once this instance hears purges announced by its peers (at once without Redis). */
+  purgeChannelSubscribed: Promise<void>;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
@@ -67,6 +78,56 @@ function createUpstream(config: Config, telemetry: Telemetry, clock: Clock): { u
   const health = new UpstreamHealth(origins, config.upstream, clock, telemetry);
   const upstream = new UpstreamClient(config.upstream, health, clock, telemetry);
   return { upstream, health };
+}
+
+/**
+ * The admin listener's parts (issue 9): the purger (with its channel to the other instances
+ * when Redis is shared) and the listener's request handler. Logs once whether the admin API is on.
+ */
+function createAdmin(
+  config: Config,
+  parts: {
+    logger: Logger;
+    telemetry: ProxyTelemetry;
+    readiness: () => Readiness;
+    store: TieredStore;
+    redis: RedisStore | undefined;
+    tracker: ChainTipTracker;
+  },
+) {
+  const { logger, telemetry, store, redis, tracker } = parts;
+  const keyPrefix = config.cache.keyPrefix;
+  const purger = new Purger({ memory: store.memory, redis, keyPrefix, telemetry });
+  const channel =
+    config.redis.url === null
+      ? undefined
+      : new RedisPurgeChannel({
+          url: config.redis.url,
+          commandTimeoutMs: config.redis.commandTimeoutMs,
+          channel: purgeChannelName(keyPrefix),
+          onMessage: (message) => purger.applyAnnouncement(message),
+          telemetry,
+        });
+  if (config.admin.token === null) logger.warn('admin API off: ADMIN_TOKEN is not set (/admin/* answers 404)');
+  const handleRequest = createAdminListener({
+    logger,
+    telemetry,
+    readiness: parts.readiness,
+    token: config.admin.token,
+    keyPrefix,
+    purge: (selector) => purger.purge(selector),
+    lookup: async (key) => (await store.get(key))?.entry,
+    stats: async () =>
+      cacheStats({
+        memory: { entries: store.memory.entryCount, bytes: store.memory.byteCount },
+        redis: redis ? ((await redis.stats()) ?? 'unavailable') : undefined,
+        lookups: await telemetry.lookupCounts(),
+        tip: tracker.tip,
+        chain: tracker.view(),
+        purges: { ...purger.counts },
+      }),
+  });
+  return { purger, channel, handleRequest };
 }
 
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
@@ -155,7 +216,18 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
-  const handleRequest = createRequestPipeline({ routes: ROUTES, readThrough, txList, now, logger, telemetry, readiness, passthrough });
+  const handleRequest = createRequestPipeline({
+    routes: ROUTES,
+    readThrough,
+    txList,
+    now,
+    logger,
+    telemetry,
+    readiness,
+    passthrough,
+    metricsOnPublicPort: config.metrics.onPublicPort,
+  });
+  const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
   await tracker.pollOnce();
   tracker.start();
@@ -169,17 +241,46 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     // The passthrough refuses upgrades off its WebSocket paths (or all, with websockets off).
     upgrade: passthrough?.upgrade,
   });
+  let adminHttp: RunningServer;
+  try {
+    adminHttp = await startHttpServer(admin.handleRequest, {
+      port: config.admin.port,
+      host: config.admin.host,
+      requestTimeoutMs: config.server.requestTimeoutMs,
+      headersTimeoutMs: config.server.headersTimeoutMs,
+      maxPipelinedRequests: config.server.maxPipelinedRequests,
+      shutdownGraceMs: config.server.shutdownGraceMs,
+    });
+  } catch (error) {
+    await http.close();
+    throw error;
+  }
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
-    const drained = http.close();
+    const drained = Promise.all([http.close(), adminHttp.close()]);
     const trackerStopped = tracker.stop();
     await drained;
     await trackerStopped;
+    await admin.channel?.close();
     await store.close();
     await upstream.close();
   };
 
-  return { url: http.url, port: http.port, server: http.server, telemetry, tracker, store, upstream, health, close };
+  return {
+    url: http.url,
+    port: http.port,
+    server: http.server,
+    adminUrl: adminHttp.url,
+    adminPort: adminHttp.port,
+    purger: admin.purger,
+    purgeChannelSubscribed: admin.channel?.subscribed ?? Promise.resolve(),
+    telemetry,
+    tracker,
+    store,
+    upstream,
+    health,
+    close,
+  };
 }

@@ -66,6 +66,21 @@ export const ConfigSchema = z
         message: 'must not exceed server.requestTimeoutMs',
         path: ['headersTimeoutMs'],
       }),
+    // The admin listener (issue 9): operators' endpoints and the admin API, off the public port.
+    admin: z
+      .object({
+        port: z.number().int().min(0).max(65535).describe('TCP port of the admin listener (ADMIN_PORT); 0 picks a free one'),
+        host: z.string().min(1).describe('Address the admin listener binds (ADMIN_HOST); loopback by default'),
+        token: z
+          .string()
+          .min(16, 'must be at least 16 characters')
+          .nullable()
+          .describe('Bearer token of the admin API (ADMIN_TOKEN); null turns the admin API off; never logged'),
+      })
+      .strict(),
+    metrics: z
+      .object({ onPublicPort: z.boolean().describe('Also serve /metrics on the public port (it is always on the admin listener)') })
+      .strict(),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).describe('pino log level (LOG_LEVEL)'),
     upstream: z
       .object({
@@ -212,6 +227,19 @@ function readJson(path: string, readFile: (path: string) => string): Json {
   }
 }
 
+/** ADMIN_PORT, ADMIN_HOST and ADMIN_TOKEN (an empty token: the admin API is off). */
+function adminFromEnv(env: Record<string, string | undefined>): Json {
+  const admin: Json = {};
+  if (env.ADMIN_PORT !== undefined) {
+    const port = Number(env.ADMIN_PORT);
+    if (env.ADMIN_PORT.trim() === '' || !Number.isInteger(port)) throw new ConfigError(`ADMIN_PORT must be an integer, got "${env.ADMIN_PORT}"`);
+    admin.port = port;
+  }
+  if (env.ADMIN_HOST !== undefined) admin.host = env.ADMIN_HOST;
+  if (env.ADMIN_TOKEN !== undefined) admin.token = env.ADMIN_TOKEN.trim() === '' ? null : env.ADMIN_TOKEN.trim();
+  return admin;
+}
+
 /** The documented environment variables, as a partial config. */
 function fromEnv(env: Record<string, string | undefined>): Json {
   const server: Json = {};
@@ -231,6 +259,8 @@ function fromEnv(env: Record<string, string | undefined>): Json {
   if (Object.keys(upstream).length > 0) out.upstream = upstream;
   if (env.REDIS_URL !== undefined) out.redis = { url: env.REDIS_URL.trim() === '' ? null : env.REDIS_URL.trim() };
   if (env.LOG_LEVEL !== undefined) out.logLevel = env.LOG_LEVEL;
+  const admin = adminFromEnv(env);
+  if (Object.keys(admin).length > 0) out.admin = admin;
   return out;
 }
 
@@ -241,6 +271,9 @@ const ENV_NAMES: Record<string, string> = {
   'upstream.apiKey': 'UPSTREAM_API_KEY',
   'redis.url': 'REDIS_URL',
   logLevel: 'LOG_LEVEL',
+  'admin.port': 'ADMIN_PORT',
+  'admin.host': 'ADMIN_HOST',
+  'admin.token': 'ADMIN_TOKEN',
 };
 
 export function loadConfig(
@@ -266,7 +299,7 @@ const redactValues = (headers: Record<string, string>): Record<string, string> =
   Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED]));
 
 /**
- * The settings worth logging at start-up, with credentials removed: the API key, every
+ * The settings worth logging at start-up, with credentials removed: the API key, the admin token, every
  * configured header value (any of them may be a credential) and URL passwords.
  */
 export function redactedConfig(config: Config): Config {
@@ -289,5 +322,6 @@ export function redactedConfig(config: Config): Config {
       headersByUrl: Object.fromEntries(Object.entries(config.upstream.headersByUrl).map(([origin, headers]) => [origin, redactValues(headers)])),
     },
     redis: { ...config.redis, url: config.redis.url === null ? null : redactRedisUrl(config.redis.url) },
+    admin: { ...config.admin, token: config.admin.token === null ? null : REDACTED },
   };
 }

@@ -8,6 +8,7 @@ import type { UpstreamErrorKind } from './upstream/errors.js';
 
 const REASON: Record<number, string> = {
   400: 'Bad Request',
+  401: 'Unauthorized',
   404: 'Not Found',
   405: 'Method Not Allowed',
   500: 'Internal Server Error',
@@ -35,6 +36,12 @@ export const validationError = (message: string): ErrorReply => reply(400, messa
 /** `InvalidRequestError` thrown by an upstream handler (no `code`). */
 export const badRequest = (message: string): ErrorReply => reply(400, message);
 
+/** The admin API without its bearer token, or with a wrong one. */
+export const unauthorized = (message: string): ErrorReply => reply(401, message);
+
+/** A proxy component the request needs did not answer (the admin API's Redis purge). */
+export const unavailable = (message: string): ErrorReply => reply(503, message);
+
 /** A deterministic upstream handler failure (for example a negative block height). */
 export const internalError = (message: string): ErrorReply => reply(500, message);
 
@@ -42,8 +49,8 @@ export const internalError = (message: string): ErrorReply => reply(500, message
 export const badUrl = (path: string): ErrorReply =>
   reply(400, `'${path}' is not a valid url component`, 'FST_ERR_BAD_URL');
 
-export const methodNotAllowed = (method: string, path: string): ErrorReply =>
-  reply(405, `Method ${method} is not allowed on ${path}; this route answers GET and HEAD`);
+export const methodNotAllowed = (method: string, path: string, allowed = 'GET and HEAD'): ErrorReply =>
+  reply(405, `Method ${method} is not allowed on ${path}; this route answers ${allowed}`);
 
 /**
  * Fastify's own unknown-route answer, which has its own key order (`message` first). `url`

@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   logger.info({ config: redactedConfig(config) }, 'starting');
   const proxy = await startProxy(config, { logger });
-  logger.info({ url: proxy.url, cache: config.redis.url ? 'memory+redis' : 'memory' }, 'listening');
+  logger.info({ url: proxy.url, adminUrl: proxy.adminUrl, cache: config.redis.url ? 'memory+redis' : 'memory' }, 'listening');
 
   let stopping = false;
   const stop = (signal: string) => {

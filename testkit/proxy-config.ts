@@ -15,6 +15,8 @@ export function testConfig(options: TestConfigOptions): Config {
   const base = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    ADMIN_HOST: '127.0.0.1',
     UPSTREAM_URLS: options.upstreamUrls.join(','),
     REDIS_URL: options.redisUrl ?? '',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',

@@ -92,6 +92,14 @@ export class MemoryStore implements CacheStore {
     this.lru.delete(key);
   }
 
+  /** Deletes every key `matches` accepts (an admin purge); returns how many were deleted. */
+  deleteMatching(matches: (key: string) => boolean): number {
+    // Collected first: deleting while lru-cache iterates would skip entries.
+    const doomed = [...this.lru.keys()].filter(matches);
+    for (const key of doomed) this.lru.delete(key);
+    return doomed.length;
+  }
+
   async close(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.lru.clear();

@@ -44,6 +44,9 @@ export function createRedisClient(url: string, commandTimeoutMs: number): Client
   return new Redis(url, common);
 }
 
+// Keys a SCAN step looks at: big enough to walk a large keyspace quickly, small enough that one step never blocks Redis long.
+const SCAN_BATCH = 1000;
+
 // Deletes the lock only if it still holds our token (it may have expired and been retaken).
 const RELEASE_LOCK = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
@@ -123,6 +126,42 @@ export class RedisStore implements CacheStore, SharedLock {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * Deletes the keys a purge names (an admin purge): exact keys as they are, patterns through
+   * SCAN MATCH in batches (never KEYS, which blocks Redis), each batch filtered by `matches`
+   * and UNLINKed. In a cluster every master is scanned. Returns how many keys were deleted.
+   */
+  async deleteMatching(target: { keys?: string[]; patterns: string[]; matches: (key: string) => boolean }): Promise<number> {
+    let deleted = 0;
+    const unlink = async (node: Redis, keys: string[]) => {
+      // One key per command: in a cluster, keys of one batch may live in different slots.
+      for (const key of keys) deleted += await this.timed('unlink', () => node.unlink(key));
+    };
+    const nodes = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+    if (target.keys) {
+      // A Cluster client routes each key to its slot; a standalone one is the node itself.
+      for (const key of target.keys) deleted += await this.timed('unlink', () => this.client.unlink(key));
+      return deleted;
+    }
+    for (const node of nodes) {
+      for (const pattern of target.patterns) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await this.timed('scan', () => node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_BATCH));
+          cursor = next;
+          const doomed = keys.filter(target.matches);
+          if (doomed.length > 0) await unlink(node, doomed);
+        } while (cursor !== '0');
+      }
+    }
+    return deleted;
+  }
+
+  /** Publishes `message` on `channel` (the purge channel: redis-purge-channel.ts listens). */
+  async publish(channel: string, message: string): Promise<void> {
+    await this.timed('publish', () => this.client.publish(channel, message));
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,9 @@
  * The proxy's own endpoints: /health (the process answers), /ready (it can serve: a chain
  * tip is known and an upstream is usable; 503 otherwise, and while shutting down) and
  * /metrics (Prometheus). GET and HEAD only; other methods go on down the pipeline.
+ * The admin listener serves all three, /ready with its details (upstreams, breakers, tip);
+ * the public port serves /ready without them (a load balancer needs the status only) and
+ * /metrics only when configured (metrics.onPublicPort).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { internalError } from '../errors.js';
@@ -20,6 +23,12 @@ export interface OwnEndpointDeps {
   logger: Logger;
   telemetry: ProxyTelemetry;
   readiness: () => Readiness;
+}
+
+export interface OwnEndpointOptions {
+  /** /ready tells why and shows upstreams, breakers and the tip (the admin listener). */
+  details: boolean;
+  metrics: boolean;
 }
 
 interface Answer {
@@ -41,19 +50,22 @@ function write(res: ServerResponse, answer: Answer, requestId: string): void {
 }
 
 /** Returns a handler that answers own-endpoint requests and returns false for anything else. */
-export function createOwnEndpoints(deps: OwnEndpointDeps) {
+export function createOwnEndpoints(deps: OwnEndpointDeps, options: OwnEndpointOptions) {
   const endpoints = new Map<string, () => Answer | Promise<Answer>>([
     ['/health', () => HEALTHY],
     [
       '/ready',
       () => {
         const readiness = deps.readiness();
-        const body = JSON.stringify({ status: readiness.ready ? 'ready' : 'not_ready', ...readiness });
+        const status = readiness.ready ? 'ready' : 'not_ready';
+        const body = JSON.stringify(options.details ? { status, ...readiness } : { status });
         return { status: readiness.ready ? 200 : 503, contentType: JSON_TYPE, body };
       },
     ],
-    ['/metrics', async () => ({ status: 200, contentType: deps.telemetry.contentType, body: await deps.telemetry.scrape() })],
   ]);
+  if (options.metrics) {
+    endpoints.set('/metrics', async () => ({ status: 200, contentType: deps.telemetry.contentType, body: await deps.telemetry.scrape() }));
+  }
 
   /** `path` is the request's decided path (request-target.ts). */
   return (req: IncomingMessage, res: ServerResponse, path: string): boolean => {

@@ -4,7 +4,8 @@
  *   0. the request target is decided once (request-target.ts): rewritten into its one form,
  *      or refused with the upstream's 400; every later step sees only the decided target;
  *   1. a read route (the 13 cached routes: 400 for a bad URL, 405 for writes, else the read);
- *   2. an own endpoint (/health, /ready, /metrics);
+ *   2. an own endpoint (/health, /ready without details, /metrics when metrics.onPublicPort;
+ *      the admin listener, admin/admin-listener.ts, serves them all with details);
  *   3. the passthrough to the upstream, when enabled and the path is on its allow-list
  *      (uncached, X-Cache: BYPASS);
  *   4. a local 404 in the upstream's own shape, without asking the upstream.
@@ -29,11 +30,13 @@ export interface PipelineDeps extends ReadHandlerDeps {
   telemetry: ProxyTelemetry;
   readiness: () => Readiness;
   passthrough?: Passthrough;
+  /** Serve /metrics on this (public) port too (config metrics.onPublicPort). */
+  metricsOnPublicPort: boolean;
 }
 
 export function createRequestPipeline(deps: PipelineDeps): RequestListener {
   const answerReadRoute = createReadDispatcher(deps.routes, deps);
-  const answerOwnEndpoint = createOwnEndpoints(deps);
+  const answerOwnEndpoint = createOwnEndpoints(deps, { details: false, metrics: deps.metricsOnPublicPort });
   const passthrough = deps.passthrough;
 
   return (req: IncomingMessage, res: ServerResponse): void => {

@@ -34,6 +34,15 @@ export interface ProxyTelemetry extends Telemetry {
   /** The /metrics body, with state gauges read once. */
   scrape(): Promise<string>;
   readonly contentType: string;
+  /** Cache lookups since start, per tier, class and result (the admin API's stats; read from the lookup counter). */
+  lookupCounts(): Promise<LookupCount[]>;
+}
+
+export interface LookupCount {
+  tier: string;
+  cls: string;
+  result: string;
+  count: number;
 }
 
 // The access log gives latencies in ms with µs precision.
@@ -114,6 +123,11 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   scrape(): Promise<string> {
     return this.registry.metrics();
+  }
+
+  async lookupCounts(): Promise<LookupCount[]> {
+    const { values } = await this.m.cacheLookups.get();
+    return values.map((v) => ({ tier: String(v.labels.tier), cls: String(v.labels.class), result: String(v.labels.result), count: v.value }));
   }
 
   requestServed(r: ServedRequest): void {

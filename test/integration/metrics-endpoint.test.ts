@@ -23,7 +23,8 @@ async function proxy(options: { redisUrl?: string; defaultMetrics: boolean }): P
 }
 
 async function scrape(server: ProxyServer): Promise<string> {
-  const answer = await fetchRaw(`${server.url}/metrics`);
+  // /metrics is served on the admin listener (the public port serves it only with metrics.onPublicPort).
+  const answer = await fetchRaw(`${server.adminUrl}/metrics`);
   expect(answer.status).toBe(200);
   expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
   return answer.body.toString('utf8');

@@ -22,11 +22,13 @@ describe('own endpoints', () => {
   it('carry X-Request-Id: the client\'s when it sends one, a new one otherwise', async () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor(upstream.url, true);
-    for (const path of ['/health', '/ready', '/metrics']) {
-      const echoed = await fetchRaw(proxy.url + path, { headers: { 'x-request-id': 'probe-7' } });
+    // The public port's and the admin listener's (which alone serves /metrics by default).
+    const endpoints = [`${proxy.url}/health`, `${proxy.url}/ready`, `${proxy.adminUrl}/health`, `${proxy.adminUrl}/ready`, `${proxy.adminUrl}/metrics`];
+    for (const path of endpoints) {
+      const echoed = await fetchRaw(path, { headers: { 'x-request-id': 'probe-7' } });
       expect(echoed.status, path).toBe(200);
       expect(echoed.headers.get('x-request-id'), path).toBe('probe-7');
-      expect((await fetchRaw(proxy.url + path)).headers.get('x-request-id'), path).toMatch(UUID);
+      expect((await fetchRaw(path)).headers.get('x-request-id'), path).toMatch(UUID);
     }
   });
 
@@ -47,7 +49,8 @@ describe('own endpoints', () => {
     const proxy = await proxyFor(upstream.url, true);
     upstream.resetCounts();
     const counted = await metricValue(proxy, 'stacks_proxy_http_requests_total');
-    for (const path of ['/health', '/ready', '/metrics', '/health?verbose=1']) expect((await fetchRaw(proxy.url + path)).status, path).toBe(200);
+    for (const path of ['/health', '/ready', '/health?verbose=1']) expect((await fetchRaw(proxy.url + path)).status, path).toBe(200);
+    for (const path of ['/health', '/ready', '/metrics']) expect((await fetchRaw(proxy.adminUrl + path)).status, path).toBe(200);
     expect(await metricValue(proxy, 'stacks_proxy_http_requests_total')).toBe(counted);
     expect(upstream.count()).toBe(0);
   });

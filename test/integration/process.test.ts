@@ -31,10 +31,18 @@ afterEach(() => {
 });
 
 function run(env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // ADMIN_PORT 0: processes started side by side must not race for the admin listener's default port.
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', ADMIN_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
+  let seen = '';
+  child.stdout?.on('data', (chunk: Buffer) => (seen += chunk.toString()));
+  outputs.set(child, () => seen);
   return child;
 }
+
+const outputs = new WeakMap<ChildProcess, () => string>();
+/** Everything the process has written to stdout so far. */
+const output = (child: ChildProcess): string => outputs.get(child)?.() ?? '';
 
 async function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -55,6 +63,7 @@ describe('the proxy process', () => {
     const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info' });
     const listening = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string; cache: string };
     expect(listening.cache).toBe('memory');
+    expect(output(child)).toContain('"msg":"admin API off: ADMIN_TOKEN is not set (/admin/* answers 404)"');
     expect((await fetchRaw(`${listening.url}/health`)).status).toBe(200);
     expect((await fetchRaw(`${listening.url}/ready`)).status).toBe(200);
     const block = await fetchRaw(`${listening.url}/extended/v2/blocks/1`);
@@ -114,14 +123,23 @@ describe('the proxy process', () => {
     expect(stderr).toContain('(got "/api")');
   });
 
-  it('sends UPSTREAM_API_KEY as x-api-key and never logs it', async () => {
+  it('sends UPSTREAM_API_KEY as x-api-key and never logs it, nor ADMIN_TOKEN', async () => {
     upstream.resetCounts();
-    const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, UPSTREAM_API_KEY: 'process-key-0xsecret', LOG_LEVEL: 'trace' });
+    const child = run({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      UPSTREAM_URLS: upstream.url,
+      UPSTREAM_API_KEY: 'process-key-0xsecret',
+      ADMIN_TOKEN: 'admin-token-0xsecret-0123456789',
+      LOG_LEVEL: 'trace',
+    });
     let output = '';
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const listening = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string };
+    const listening = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string; adminUrl: string };
     expect((await fetchRaw(`${listening.url}/extended/v2/blocks/2`)).status).toBe(200);
+    const stats = await fetchRaw(`${listening.adminUrl}/admin/cache`, { headers: { authorization: 'Bearer admin-token-0xsecret-0123456789' } });
+    expect(stats.status).toBe(200);
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGTERM');
     await exited;
@@ -129,5 +147,6 @@ describe('the proxy process', () => {
     expect(upstream.requests.every((r) => r.headers['x-api-key'] === 'process-key-0xsecret')).toBe(true);
     expect(output).toContain('"msg":"starting"');
     expect(output).not.toContain('0xsecret');
+    expect(output).not.toContain('admin API off');
   });
 });

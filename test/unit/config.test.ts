@@ -269,3 +269,31 @@ describe('redactedConfig', () => {
     expect(redactedConfig(loadConfig({})).redis.url).toBeNull();
   });
 });
+
+describe('the admin listener settings', () => {
+  it('default to 127.0.0.1:9091, the admin API off and /metrics off the public port', () => {
+    const config = loadConfig({});
+    expect(config.admin).toEqual({ port: 9091, host: '127.0.0.1', token: null });
+    expect(config.metrics).toEqual({ onPublicPort: false });
+  });
+
+  it('come from ADMIN_PORT, ADMIN_HOST and ADMIN_TOKEN; an empty token turns the API off', () => {
+    const config = loadConfig({ ADMIN_PORT: '9999', ADMIN_HOST: '0.0.0.0', ADMIN_TOKEN: ' admin-secret-0123456789 ' });
+    expect(config.admin).toEqual({ port: 9999, host: '0.0.0.0', token: 'admin-secret-0123456789' });
+    expect(loadConfig({ ADMIN_TOKEN: '' }).admin.token).toBeNull();
+  });
+
+  it('refuses a bad port and a short token, naming the variable', () => {
+    expect(() => loadConfig({ ADMIN_PORT: 'x' })).toThrow('ADMIN_PORT must be an integer, got "x"');
+    expect(() => loadConfig({ ADMIN_PORT: '70000' })).toThrow('admin.port (ADMIN_PORT)');
+    expect(() => loadConfig({ ADMIN_TOKEN: 'short' })).toThrow('admin.token (ADMIN_TOKEN): must be at least 16 characters');
+  });
+
+  it('never shows the token in the logged settings', () => {
+    const config = loadConfig({ ADMIN_TOKEN: 'admin-secret-0123456789' });
+    const redacted = redactedConfig(config);
+    expect(JSON.stringify(redacted)).not.toContain('admin-secret');
+    expect(redacted.admin).toEqual({ port: 9091, host: '127.0.0.1', token: '***' });
+    expect(config.admin.token).toBe('admin-secret-0123456789');
+  });
+});

@@ -72,7 +72,7 @@ function findCompose(): ComposeCli {
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (name.startsWith('COMPOSE_') || ['UPSTREAM_URLS', 'LOG_LEVEL', 'GRAFANA_ADMIN_PASSWORD'].includes(name)) continue;
+    if (name.startsWith('COMPOSE_') || ['UPSTREAM_URLS', 'LOG_LEVEL', 'ADMIN_TOKEN', 'GRAFANA_ADMIN_PASSWORD'].includes(name)) continue;
     env[name] = value;
   }
   return { ...env, ...extra };
@@ -118,12 +118,12 @@ function composeModel(extraEnv: Record<string, string> = {}): Record<string, Ser
 const asRecord = (value: unknown): Record<string, unknown> => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
 const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 
-/** "published:target" pairs from short ("8080:8080") or long ({published, target}) port syntax. */
+/** "[host_ip:]published:target" from short ("8080:8080") or long ({host_ip, published, target}) port syntax. */
 function ports(service: Service): string[] {
   return asList(service.ports).map((port) => {
     if (typeof port === 'string' || typeof port === 'number') return String(port).replace(/\/tcp$/, '');
-    const { published, target } = asRecord(port);
-    return `${String(published)}:${String(target)}`;
+    const { host_ip: hostIp, published, target } = asRecord(port);
+    return `${hostIp ? `${String(hostIp)}:` : ''}${String(published)}:${String(target)}`;
   });
 }
 
@@ -231,11 +231,15 @@ describe('docker-compose.yml', () => {
     const proxy = composeModel().proxy!;
     const build = proxy.build;
     expect(resolve(typeof build === 'string' ? build : String(asRecord(build).context))).toBe(resolve(root));
-    expect(ports(proxy)).toContain('8080:8080');
+    // The admin listener: reachable by Prometheus inside the network, published on the host's loopback only.
+    expect(ports(proxy).sort()).toEqual(['127.0.0.1:9091:9091', '8080:8080']);
     expect(environment(proxy)).toMatchObject({
       UPSTREAM_URLS: 'https://api.hiro.so',
       REDIS_URL: 'redis://redis:6379',
       LOG_LEVEL: 'info',
+      ADMIN_HOST: '0.0.0.0',
+      ADMIN_PORT: '9091',
+      ADMIN_TOKEN: '',
     });
     expect(dependsOn(proxy)).toEqual({ redis: 'service_healthy' });
     expect(proxy.restart).toBe('unless-stopped');
@@ -262,7 +266,8 @@ describe('docker-compose.yml', () => {
     const jobs = config.scrape_configs.filter((job) => job.job_name === 'stacks-proxy');
     expect(jobs).toHaveLength(1);
     expect(jobs[0]!.scrape_interval).toBe('5s');
-    expect(jobs[0]!.static_configs.flatMap((group) => group.targets)).toEqual(['proxy:8080']);
+    // The admin listener, where /metrics is served.
+    expect(jobs[0]!.static_configs.flatMap((group) => group.targets)).toEqual(['proxy:9091']);
   });
 
   it('runs grafana with an anonymous read-only viewer and the provisioned dashboards', () => {
@@ -328,8 +333,8 @@ describe('Dockerfile', () => {
     expect(['root', '0']).not.toContain(users.at(-1));
   });
 
-  it('exposes 8080 and starts dist/src/main.js', () => {
-    expect(runtime).toContain('EXPOSE 8080');
+  it('exposes 8080 and 9091 (the admin listener) and starts dist/src/main.js', () => {
+    expect(runtime).toContain('EXPOSE 8080 9091');
     const cmd = runtime.filter((line) => /^CMD\s/.test(line)).at(-1) ?? '';
     expect(JSON.parse(cmd.replace(/^CMD\s+/, ''))).toEqual(['node', 'dist/src/main.js']);
   });
