@@ -25,6 +25,11 @@ import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
 import { startHttpServer } from './http/server-lifecycle.js';
 import { ROUTE_BY_ID, ROUTES } from './routes/route-table.js';
+import { RedisBudget } from './cache/redis-rate-limit.js';
+import { ApiKeyBook } from './limits/api-keys.js';
+import { MemoryBudget, type Budget } from './limits/budget.js';
+import { TrustedProxies } from './limits/client-identity.js';
+import { RateLimiter } from './limits/rate-limiter.js';
 import { UPSTREAM_DEPRECATION_WARNING } from './routes/route-spec.js';
 
 export interface ProxyServer {
@@ -67,6 +72,24 @@ function createUpstream(config: Config, telemetry: Telemetry, clock: Clock): { u
   const health = new UpstreamHealth(origins, config.upstream, clock, telemetry);
   const upstream = new UpstreamClient(config.upstream, health, clock, telemetry);
   return { upstream, health };
+}
+
+/** Rate limits (issue 9): with Redis one budget shared by every instance, else this process's own. */
+function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock): { limiter: RateLimiter; budget: Budget } | undefined {
+  const settings = config.rateLimit;
+  if (!settings.enabled) return undefined;
+  const budget: Budget = config.redis.url
+    ? new RedisBudget({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, keyPrefix: config.cache.keyPrefix, windowMs: settings.windowMs })
+    : new MemoryBudget(settings.windowMs);
+  const limiter = new RateLimiter({
+    settings,
+    keys: new ApiKeyBook(config.apiKeys),
+    trustedProxies: new TrustedProxies(settings.trustedProxies),
+    budget,
+    now: clock,
+    telemetry,
+  });
+  return { limiter, budget };
 }
 
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
@@ -155,7 +178,18 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
-  const handleRequest = createRequestPipeline({ routes: ROUTES, readThrough, txList, now, logger, telemetry, readiness, passthrough });
+  const limits = createRateLimiter(config, telemetry, now);
+  const handleRequest = createRequestPipeline({
+    routes: ROUTES,
+    readThrough,
+    txList,
+    now,
+    logger,
+    telemetry,
+    readiness,
+    passthrough,
+    rateLimiter: limits?.limiter,
+  });
 
   await tracker.pollOnce();
   tracker.start();
@@ -178,6 +212,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     await drained;
     await trackerStopped;
     await store.close();
+    await limits?.budget.close();
     await upstream.close();
   };
 
