@@ -75,9 +75,13 @@ function createUpstream(config: Config, telemetry: Telemetry, clock: Clock): { u
 }
 
 /** Rate limits (issue 9): with Redis one budget shared by every instance, else this process's own. */
-function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock): { limiter: RateLimiter; budget: Budget } | undefined {
+function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, logger: Logger): { limiter: RateLimiter; budget: Budget } | undefined {
   const settings = config.rateLimit;
-  if (!settings.enabled) return undefined;
+  if (!settings.enabled) {
+    if (config.apiKeys.length > 0) logger.warn({ keys: config.apiKeys.length }, 'API keys loaded but rateLimit.enabled is false: keys are not checked and nothing is limited');
+    return undefined;
+  }
+  logger.info({ keys: config.apiKeys.length, budget: config.redis.url ? 'redis (shared)' : 'memory (per process)' }, 'rate limits on');
   const budget: Budget = config.redis.url
     ? new RedisBudget({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, keyPrefix: config.cache.keyPrefix, windowMs: settings.windowMs })
     : new MemoryBudget(settings.windowMs);
@@ -178,7 +182,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
-  const limits = createRateLimiter(config, telemetry, now);
+  const limits = createRateLimiter(config, telemetry, now, logger);
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
     readThrough,

@@ -3,7 +3,7 @@
  * requests, real Redis for the shared budget, the injected clock for window resets.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RECORDED, startFakeUpstream, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
+import { RECORDED, startFakeUpstream, startRedis, waitFor, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw, type RawResponse } from '../support/http.js';
 import type { ProxyServer } from '../../src/composition-root.js';
@@ -273,6 +273,11 @@ describe('with Redis', () => {
       expect(answers.map((r) => r.headers.get('ratelimit-limit'))).toEqual([null, null, null]);
       expect(await metricValue(proxy, 'stacks_proxy_rate_limit_fail_open_total')).toBe(3);
       expect((await get(proxy, '/health')).status).toBe(200);
+
+      // Redis back (ioredis reconnects within a second): the shared budget applies again.
+      await own.restart();
+      await waitFor(async () => (await get(proxy, block(5))).headers.get('ratelimit-limit') === '1', { timeoutMs: 10_000, what: 'limits to apply again' });
+      expect((await get(proxy, block(5))).status).toBe(429);
     } finally {
       await own.stop().catch(() => undefined);
     }
