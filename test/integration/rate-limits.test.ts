@@ -83,6 +83,7 @@ function expectRefused(response: RawResponse, limit: number, retryAfter = '60'):
   expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
   expect(response.headers.get('x-request-id')).not.toBeNull();
   expect(limitHeaders(response)).toEqual({ limit: String(limit), remaining: '0', reset: RESET });
+  expect(response.headers.get('access-control-expose-headers')).toContain('RateLimit-Limit');
 }
 
 describe('rate limiting off (the default)', () => {
@@ -106,6 +107,8 @@ describe('anonymous clients, one process', () => {
     expect(answers.map((r) => r.headers.get('x-cache'))).toEqual(['MISS', 'HIT', 'HIT']);
     expect(answers.map(limitHeaders)).toEqual(['2', '1', '0'].map((remaining) => ({ limit: '3', remaining, reset: RESET })));
     expect(upstreamReads()).toBe(1);
+    // Browsers may read them.
+    expect(answers[0]?.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining, RateLimit-Reset, Retry-After');
 
     // Over the budget: a cached route, an uncached one and the passthrough, none reaching the upstream.
     for (const path of [TX, block(7), '/v2/info', '/extended/v1/nope']) expectRefused(await get(proxy, path), 3);
