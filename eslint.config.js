@@ -9,7 +9,8 @@ const restrict = (paths, patterns = []) => ({
   'no-restricted-imports': ['error', { paths, patterns }],
 });
 
-const IOREDIS = { name: 'ioredis', message: 'Only src/cache/redis-store.ts talks to Redis.' };
+const IOREDIS = { name: 'ioredis', message: 'Only src/cache/redis-store.ts and src/cache/redis-rate-limit.ts talk to Redis.' };
+const REDIS_MODULES = ['src/cache/redis-store.ts', 'src/cache/redis-rate-limit.ts'];
 const UNDICI = { name: 'undici', message: 'Only src/upstream/ talks to the upstreams.' };
 const PROM = { name: 'prom-client', message: 'Metrics belong to src/telemetry/: call a Telemetry method.' };
 const PINO = { name: 'pino', message: 'Only src/logger.ts creates loggers.' };
@@ -52,6 +53,9 @@ const PURE = [
   'src/upstream/outgoing-headers.ts',
   'src/http/request-target.ts',
   'src/http/forward-policy.ts',
+  'src/limits/client-identity.ts',
+  'src/limits/api-keys.ts',
+  'src/limits/budget.ts',
 ];
 const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
 
@@ -69,19 +73,21 @@ export default tseslint.config(
   { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
   // Every block below restricts one folder; a file matched by two blocks gets the last one's
   // rule, so each block lists everything its folder may not import.
-  { files: ['src/**/*.ts'], ignores: ['src/cache/redis-store.ts', 'src/upstream/**', 'src/telemetry/**', 'src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], OUTSIDE_SRC) },
+  { files: ['src/**/*.ts'], ignores: [...REDIS_MODULES, 'src/upstream/**', 'src/telemetry/**', 'src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], OUTSIDE_SRC) },
   { files: ['src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM], OUTSIDE_SRC) },
   // Layers, bottom up: routes (pure, like PURE); upstream; chain (reads upstreams); cache (reads chain, routes,
   // upstream); http (serves from all of them); the composition root builds them all.
   { files: ['src/upstream/**/*.ts'], rules: restrict([IOREDIS, PROM, PINO], [...OUTSIDE_SRC, layer('upstream/', ['cache', 'chain', 'http', 'routes'])]) },
   { files: ['src/chain/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('chain/', ['cache', 'http', 'routes'])]) },
-  { files: ['src/cache/**/*.ts'], ignores: ['src/cache/redis-store.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
-  { files: ['src/cache/redis-store.ts'], rules: restrict([UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
+  { files: ['src/cache/**/*.ts'], ignores: REDIS_MODULES, rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
+  { files: REDIS_MODULES, rules: restrict([UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
   { files: ['src/routes/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO, ...IO], [...OUTSIDE_SRC, layer('routes/', ['cache', 'chain', 'http', 'upstream', 'telemetry']), IMPURE_HELPERS]) },
+  // Rate limits (issue 9): below cache (whose Redis budget implements limits/budget.ts) and http.
+  { files: ['src/limits/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('limits/', ['cache', 'chain', 'http', 'routes', 'upstream'])]) },
   // Components call telemetry; telemetry knows no component (its vocabulary is its own).
   {
     files: ['src/telemetry/**/*.ts'],
-    rules: restrict([IOREDIS, UNDICI, PINO], [...OUTSIDE_SRC, layer('telemetry/', ['cache', 'chain', 'http', 'routes', 'upstream'])]),
+    rules: restrict([IOREDIS, UNDICI, PINO], [...OUTSIDE_SRC, layer('telemetry/', ['cache', 'chain', 'http', 'limits', 'routes', 'upstream'])]),
   },
   // Pure modules: decisions and formats only, no I/O, no logging, no metrics. Time comes in as an argument.
   {

@@ -7,7 +7,10 @@
  * - baseline:   a bare node:http server answering the same bytes from a Map (the ceiling);
  * - upstream:   the fake upstream answered directly (what a miss costs without the proxy);
  * - hit:        the proxy answering a cached transaction (one URL, memory tier);
+ * - hit-limited: the same with rate limiting on (memory budget, limits too high to refuse),
+ *               in the same run as `hit`: the cost of limiting on the hit path, reported as a ratio;
  * - hit-redis:  the same with Redis configured as the shared tier (hits stay in memory);
+ * - hit-redis-limited: hit-redis with rate limiting on: one EVALSHA round trip per request;
  * - mixed:      the 13 routes over ~40 URLs while a new block arrives every 2 s and the
  *               mempool changes, to measure upstream offload (client requests per upstream request).
  *
@@ -16,7 +19,8 @@
  * /proc/<pid>/stat, memory from /proc/<pid>/status. Results go to bench/results/latest.{json,md}.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { projectRoot } from '../src/paths.js';
@@ -90,9 +94,18 @@ async function measure(scenario: string, url: string, pid?: number, requests?: A
   };
 }
 
-async function startProxyProcess(upstream: FakeUpstream, redis?: TestRedis): Promise<{ child: ChildProcess; url: string }> {
+/** A config file turning rate limiting on with limits no benchmark run can reach. */
+function rateLimitedConfigFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'scp-bench-')), 'config.json');
+  const limit = 1_000_000_000;
+  writeFileSync(file, JSON.stringify({ rateLimit: { enabled: true, windowMs: 60_000, anonymous: { limit }, keyed: { limit } } }));
+  return file;
+}
+
+async function startProxyProcess(upstream: FakeUpstream, redis?: TestRedis, configFile?: string): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = startChild(['node', join(ROOT, 'dist/src/main.js')], {
+    ...(configFile ? { CONFIG_FILE: configFile } : {}),
     PORT: String(port),
     HOST: '127.0.0.1',
     UPSTREAM_URLS: upstream.url,
@@ -149,12 +162,23 @@ function report(results: Measured[]): string {
       r.offload === undefined ? '' : `${r.offload} (${r.upstreamRequests} upstream requests)`,
     ].join(' | '),
   );
+  const costOf = (name: string, base: string): string[] => {
+    const on = results.find((r) => r.scenario === name);
+    const off = results.find((r) => r.scenario === base);
+    if (!on || !off) return [];
+    return [
+      '',
+      `Rate limiting on the hit path (${name} vs ${base}, same run): ${ratio(on.requestsPerSecond, off.requestsPerSecond)} the requests per second, ${ratio(on.cpuMicrosPerRequest, off.cpuMicrosPerRequest)} the server CPU per request, p99 ${off.p99Ms} -> ${on.p99Ms} ms.`,
+    ];
+  };
+  const limitingCost = [...costOf('hit-limited', 'hit'), ...costOf('hit-redis-limited', 'hit-redis')];
   return [
     `Load: autocannon, ${CONNECTIONS} connections, ${SECONDS} s per scenario after 1 s of warm-up; servers ${HAS_TASKSET ? 'pinned to CPU 0, load generator on CPU 1' : 'unpinned (no taskset)'}; node ${process.version}.`,
     '',
     '| scenario | req/s | vs baseline | p50 ms | p99 ms | server CPU µs/req | vs baseline | RSS MiB | errors | offload |',
     '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((row) => `| ${row} |`),
+    ...limitingCost,
   ].join('\n');
 }
 
@@ -193,12 +217,24 @@ async function main(): Promise<void> {
     results.push({ ...mixed, upstreamRequests, offload: Math.round(clientRequests / Math.max(1, upstreamRequests)) });
     await stopChild(memory.child);
 
+    const limited = await startProxyProcess(upstream, undefined, rateLimitedConfigFile());
+    children.push(limited.child);
+    await fetch(limited.url + HIT_PATH);
+    results.push(await measure('hit-limited', limited.url + HIT_PATH, pidOf(limited.child)));
+    await stopChild(limited.child);
+
     redis = await startRedis();
     const shared = await startProxyProcess(upstream, redis);
     children.push(shared.child);
     await fetch(shared.url + HIT_PATH);
     results.push(await measure('hit-redis', shared.url + HIT_PATH, pidOf(shared.child)));
     await stopChild(shared.child);
+
+    const sharedLimited = await startProxyProcess(upstream, redis, rateLimitedConfigFile());
+    children.push(sharedLimited.child);
+    await fetch(sharedLimited.url + HIT_PATH);
+    results.push(await measure('hit-redis-limited', sharedLimited.url + HIT_PATH, pidOf(sharedLimited.child)));
+    await stopChild(sharedLimited.child);
   } finally {
     for (const child of children) await stopChild(child);
     await redis?.stop();

@@ -29,6 +29,11 @@ import { cacheStats } from './http/admin/cache-stats.js';
 import { Purger, purgeChannelName } from './cache/purger.js';
 import { RedisPurgeChannel } from './cache/redis-purge-channel.js';
 import { ROUTE_BY_ID, ROUTES } from './routes/route-table.js';
+import { RedisBudget } from './cache/redis-rate-limit.js';
+import { ApiKeyBook } from './limits/api-keys.js';
+import { MemoryBudget, type Budget } from './limits/budget.js';
+import { TrustedProxies } from './limits/client-identity.js';
+import { RateLimiter } from './limits/rate-limiter.js';
 import { UPSTREAM_DEPRECATION_WARNING } from './routes/route-spec.js';
 
 export interface ProxyServer {
@@ -130,6 +135,28 @@ function createAdmin(
   return { purger, channel, handleRequest };
 }
 
+/** Rate limits (issue 9): with Redis one budget shared by every instance, else this process's own. */
+function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, logger: Logger): { limiter: RateLimiter; budget: Budget } | undefined {
+  const settings = config.rateLimit;
+  if (!settings.enabled) {
+    if (config.apiKeys.length > 0) logger.warn({ keys: config.apiKeys.length }, 'API keys loaded but rateLimit.enabled is false: keys are not checked and nothing is limited');
+    return undefined;
+  }
+  logger.info({ keys: config.apiKeys.length, budget: config.redis.url ? 'redis (shared)' : 'memory (per process)' }, 'rate limits on');
+  const budget: Budget = config.redis.url
+    ? new RedisBudget({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, keyPrefix: config.cache.keyPrefix, windowMs: settings.windowMs })
+    : new MemoryBudget(settings.windowMs);
+  const limiter = new RateLimiter({
+    settings,
+    keys: new ApiKeyBook(config.apiKeys),
+    trustedProxies: new TrustedProxies(settings.trustedProxies),
+    budget,
+    now: clock,
+    telemetry,
+  });
+  return { limiter, budget };
+}
+
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
@@ -216,6 +243,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
+  const limits = createRateLimiter(config, telemetry, now, logger);
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
     readThrough,
@@ -226,6 +254,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     readiness,
     passthrough,
     metricsOnPublicPort: config.metrics.onPublicPort,
+    rateLimiter: limits?.limiter,
   });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
@@ -265,6 +294,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     await trackerStopped;
     await admin.channel?.close();
     await store.close();
+    await limits?.budget.close();
     await upstream.close();
   };
 

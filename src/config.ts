@@ -9,6 +9,8 @@ import { z } from 'zod';
 import { projectRoot } from './paths.js';
 import { parseRedisUrl, redactRedisUrl } from './cache/redis-url.js';
 import { API_KEY_HEADER, refusedHeader } from './upstream/outgoing-headers.js';
+import { ApiKeysSchema } from './limits/api-keys.js';
+import { parseCidr } from './limits/client-identity.js';
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
@@ -186,6 +188,22 @@ export const ConfigSchema = z
         websocketIdleTimeoutMs: positiveInt.describe('A WebSocket with no traffic either way for this long is closed'),
       })
       .strict(),
+    // Rate limits and client API keys (issue 9).
+    rateLimit: z
+      .object({
+        enabled: z.boolean().describe('Limit requests per client (API key, else address); off by default'),
+        windowMs: positiveInt.describe('Length of one fixed budget window'),
+        anonymous: z.object({ limit: positiveInt.describe('Budget per window of a client without an API key (per IPv4 address, per IPv6 /64)') }).strict(),
+        keyed: z.object({ limit: positiveInt.describe('Budget per window of an API key without its own limit') }).strict(),
+        trustedProxies: z
+          .array(z.string().refine((cidr) => parseCidr(cidr) !== undefined, 'must be an IPv4 or IPv6 address or CIDR (10.0.0.0/8, fd00::/8)'))
+          .describe('Peers (load balancers) whose X-Forwarded-For is believed'),
+        hitCost: positiveInt.describe('Budget units a request costs'),
+        missCost: positiveInt.describe('Budget units a request the memory tier cannot answer costs (charged as hitCost, then the difference)'),
+      })
+      .strict()
+      .refine((limits) => limits.missCost >= limits.hitCost, { message: 'must not be less than rateLimit.hitCost', path: ['missCost'] }),
+    apiKeys: ApiKeysSchema.describe('Client API keys, from API_KEYS_FILE'),
   })
   .strict();
 
@@ -240,6 +258,24 @@ function adminFromEnv(env: Record<string, string | undefined>): Json {
   return admin;
 }
 
+/** API_KEYS_FILE: a JSON array of {"name", "sha256", "limit"?}; its entries are checked with the rest. */
+function readApiKeys(path: string, readFile: (path: string) => string): unknown {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (error) {
+    throw new ConfigError(`cannot read API_KEYS_FILE ${path}: ${(error as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`API_KEYS_FILE ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!Array.isArray(value)) throw new ConfigError(`API_KEYS_FILE ${path} must hold a JSON array of {"name", "sha256", "limit"?}`);
+  return value;
+}
+
 /** The documented environment variables, as a partial config. */
 function fromEnv(env: Record<string, string | undefined>): Json {
   const server: Json = {};
@@ -274,6 +310,7 @@ const ENV_NAMES: Record<string, string> = {
   'admin.port': 'ADMIN_PORT',
   'admin.host': 'ADMIN_HOST',
   'admin.token': 'ADMIN_TOKEN',
+  apiKeys: 'API_KEYS_FILE',
 };
 
 export function loadConfig(
@@ -283,11 +320,12 @@ export function loadConfig(
   let merged = readJson(DEFAULT_CONFIG_PATH, readFile);
   if (env.CONFIG_FILE) merged = deepMerge(merged, readJson(env.CONFIG_FILE, readFile));
   merged = deepMerge(merged, fromEnv(env));
+  if (env.API_KEYS_FILE) merged.apiKeys = readApiKeys(env.API_KEYS_FILE, readFile);
   const result = ConfigSchema.safeParse(merged);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const path = issue.path.map(String).join('.').replace(/\.(\d+)$/, '[$1]');
-    const envName = ENV_NAMES[path.replace(/\[\d+\]$/, '')];
+    const envName = ENV_NAMES[path.replace(/\[\d+\]$/, '')] ?? ENV_NAMES[path.split(/[.[]/)[0] ?? ''];
     return `${path || '(root)'}${envName ? ` (${envName})` : ''}: ${issue.message}`;
   });
   throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
@@ -323,5 +361,6 @@ export function redactedConfig(config: Config): Config {
     },
     redis: { ...config.redis, url: config.redis.url === null ? null : redactRedisUrl(config.redis.url) },
     admin: { ...config.admin, token: config.admin.token === null ? null : REDACTED },
+    apiKeys: config.apiKeys.map((key) => ({ ...key, sha256: REDACTED })),
   };
 }

@@ -98,3 +98,18 @@ export function failureReply(kind: FailureKind, retryAfterMs?: number): FailureR
   const seconds = Math.max(1, Math.ceil((retryAfterMs ?? 0) / 1000));
   return { ...reply, headers: ['retry-after', String(seconds)] };
 }
+
+// --- Rate limits and client API keys (issue 9): the same shape, built here without REASON. ---
+
+/** Over the client's budget: `retryAfterSeconds` until its window resets (at least 1). */
+export const tooManyRequests = (message: string, retryAfterSeconds: number): FailureReply => ({
+  status: 429,
+  body: JSON.stringify({ statusCode: 429, error: 'Too Many Requests', message }),
+  headers: ['retry-after', String(Math.max(1, retryAfterSeconds))],
+});
+
+/** An X-API-Key that is not in API_KEYS_FILE. */
+export const UNKNOWN_API_KEY: ErrorReply = {
+  status: 401,
+  body: JSON.stringify({ statusCode: 401, error: 'Unauthorized', message: 'Unknown API key: the X-API-Key header does not name a key this proxy knows' }),
+};

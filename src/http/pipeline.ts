@@ -9,18 +9,23 @@
  *   3. the passthrough to the upstream, when enabled and the path is on its allow-list
  *      (uncached, X-Cache: BYPASS);
  *   4. a local 404 in the upstream's own shape, without asking the upstream.
+ * With rate limiting on (issue 9), own endpoints are answered right after step 0 and never
+ * limited; every other request is admitted by the limiter first (401 for an unknown API key,
+ * 429 over budget, never reaching the cache or the upstream), and its answer carries the
+ * ratelimit-* headers. Passthrough requests always reach the upstream, so they pay a miss.
  * WebSocket upgrades do not come here: the server hands them to the passthrough directly.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { badUrl, routeNotFound } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { Admission, LimitGrant, MissCharge, RateLimiter } from '../limits/rate-limiter.js';
 import type { ProxyTelemetry } from '../telemetry/prometheus-telemetry.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { createOwnEndpoints, type Readiness } from './own-endpoints.js';
 import type { Passthrough } from './passthrough.js';
 import { createReadDispatcher } from './read-dispatch.js';
 import type { ReadHandlerDeps } from './read-handler.js';
-import { observeRequest } from './request-log.js';
+import { observeRequest, type RequestRecord } from './request-log.js';
 import { decideTarget } from './request-target.js';
 import { sendError } from './respond.js';
 
@@ -32,12 +37,20 @@ export interface PipelineDeps extends ReadHandlerDeps {
   passthrough?: Passthrough;
   /** Serve /metrics on this (public) port too (config metrics.onPublicPort). */
   metricsOnPublicPort: boolean;
+  /** Absent when rate limiting is off. */
+  rateLimiter?: RateLimiter;
 }
+
+const headerValue = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
 
 export function createRequestPipeline(deps: PipelineDeps): RequestListener {
   const answerReadRoute = createReadDispatcher(deps.routes, deps);
   const answerOwnEndpoint = createOwnEndpoints(deps, { details: false, metrics: deps.metricsOnPublicPort });
   const passthrough = deps.passthrough;
+  const limiter = deps.rateLimiter;
 
   return (req: IncomingMessage, res: ServerResponse): void => {
     const target = decideTarget(req.url ?? '');
@@ -48,16 +61,54 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
     }
     // What the passthrough forwards is req.url: from here on it is the decided target.
     req.url = target.url;
-    if (answerReadRoute(req, res, target.path, target.query)) return;
-    if (answerOwnEndpoint(req, res, target.path)) return;
-    const record = observeRequest(req, res, deps);
-    if (passthrough?.allows(target.path)) {
-      record.cache = 'BYPASS';
-      // The passthrough copies the upstream's headers with setHeader; the request id joins them.
-      res.setHeader('x-request-id', record.requestId);
-      passthrough.forward(req, res, record.requestId);
-    } else {
-      record.status = sendError(res, routeNotFound(req.method ?? 'GET', target.url), 'NONE', record.headers);
+    if (!limiter) {
+      route(req, res, target.path, target.query);
+      return;
     }
+    // Rate limits (issue 9): own endpoints first, never limited; then the limiter's admission.
+    if (answerOwnEndpoint(req, res, target.path)) return;
+    const admission = limiter.admit(req.socket.remoteAddress, headerValue(req, 'x-forwarded-for'), headerValue(req, 'x-api-key'));
+    if (admission instanceof Promise) admission.then((admitted) => afterAdmission(req, res, target.path, target.query, admitted));
+    else afterAdmission(req, res, target.path, target.query, admission);
   };
+
+  function afterAdmission(req: IncomingMessage, res: ServerResponse, path: string, query: string, admission: Admission): void {
+    const { grant, refusal } = admission;
+    if (!refusal) {
+      route(req, res, path, query, grant);
+      return;
+    }
+    const record = observeRequest(req, res, deps, grant);
+    record.status = sendError(res, refusal, 'NONE', [...(refusal.headers ?? []), ...record.headers]);
+  }
+
+  /** Steps 1 to 4; `limit` is the request's rate-limit grant when limiting is on (own endpoints already tried). */
+  function route(req: IncomingMessage, res: ServerResponse, path: string, query: string, limit?: LimitGrant): void {
+    if (answerReadRoute(req, res, path, query, limit)) return;
+    if (!limit && answerOwnEndpoint(req, res, path)) return;
+    const record = observeRequest(req, res, deps, limit);
+    if (passthrough?.allows(path)) {
+      record.cache = 'BYPASS';
+      // The passthrough copies the upstream's headers with setHeader; the request id and ratelimit-* join them.
+      for (let i = 0; i < record.headers.length; i += 2) res.setHeader(record.headers[i] as string, record.headers[i + 1] as string);
+      const forward = () => passthrough.forward(req, res, record.requestId);
+      const charge = limit?.chargeMiss?.(record.headers);
+      if (charge === undefined) forward();
+      else if (charge instanceof Promise) charge.then((refusal) => passOrRefuse(res, record, refusal, forward));
+      else passOrRefuse(res, record, charge, forward);
+    } else {
+      record.status = sendError(res, routeNotFound(req.method ?? 'GET', req.url ?? path), 'NONE', record.headers);
+    }
+  }
+
+  function passOrRefuse(res: ServerResponse, record: RequestRecord, refusal: MissCharge, forward: () => void): void {
+    if (!refusal) {
+      // The miss charge updated ratelimit-remaining.
+      for (let i = 0; i < record.headers.length; i += 2) res.setHeader(record.headers[i] as string, record.headers[i + 1] as string);
+      forward();
+      return;
+    }
+    for (let i = 0; i < record.headers.length; i += 2) res.removeHeader(record.headers[i] as string);
+    record.status = sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]);
+  }
 }

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badUrl, methodNotAllowed } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { LimitGrant } from '../limits/rate-limiter.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { createRouteMatcher } from '../routes/route-matcher.js';
 import type { RouteSpec } from '../routes/route-spec.js';
@@ -24,15 +25,15 @@ export interface ReadDispatchDeps extends ReadHandlerDeps {
 export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDispatchDeps) {
   const matchRoute = createRouteMatcher(routes);
   const handlers = new Map(routes.map((route) => [route.id, createReadHandler(route, deps)]));
-  /** `path` and `query` are the request's decided target (request-target.ts). */
-  return (req: IncomingMessage, res: ServerResponse, path: string, query: string): boolean => {
+  /** `path` and `query` are the request's decided target (request-target.ts); `limit`, its rate-limit grant. */
+  return (req: IncomingMessage, res: ServerResponse, path: string, query: string, limit?: LimitGrant): boolean => {
     const match = matchRoute(path);
     if (match.kind === 'none') return false;
     const method = req.method ?? 'GET';
     const isRead = method === 'GET' || method === 'HEAD';
     if (!isRead && !REFUSED_METHODS.has(method)) return false;
 
-    const record = observeRequest(req, res, deps);
+    const record = observeRequest(req, res, deps, limit);
     if (match.kind === 'bad-url') {
       record.status = sendError(res, badUrl(path), 'NONE', record.headers);
     } else if (!isRead) {

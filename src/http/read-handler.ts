@@ -10,7 +10,7 @@ import { validateRequest } from '../routes/validate.js';
 import type { ReadThrough, ReadResult } from '../cache/read-through.js';
 import type { TxListReader } from '../cache/tx-list.js';
 import { UpstreamError } from '../upstream/errors.js';
-import { failureReply, internalError } from '../errors.js';
+import { failureReply, internalError, type FailureReply } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { sendError, sendHit, sendRedirect, sendResult } from './respond.js';
@@ -48,9 +48,9 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
       return;
     }
     const request = outcome.request;
-    let reading: Promise<ReadResult>;
+    let lookup: ReturnType<ReadThrough['lookup']> | undefined;
     if (route.reader === 'single') {
-      const lookup = deps.readThrough.lookup(deps.readThrough.keyFor(route, request));
+      lookup = deps.readThrough.lookup(deps.readThrough.keyFor(route, request));
       if (lookup.decision.action === 'fresh') {
         const hit = lookup.decision.entry;
         record.cache = 'HIT';
@@ -63,10 +63,24 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         }
         return;
       }
-      reading = deps.readThrough.read(route, request, lookup, { requestId: record.requestId });
-    } else {
-      reading = deps.txList.read(route, request, { requestId: record.requestId });
     }
+    const read = (): void => {
+      const context = { requestId: record.requestId };
+      answer(lookup ? deps.readThrough.read(route, request, lookup, context) : deps.txList.read(route, request, context), res, req, record);
+    };
+    // Rate limits (issue 9): a request the memory tier cannot answer pays the rest of a miss first.
+    const charge = record.limit?.chargeMiss?.(record.headers);
+    if (charge === undefined) read();
+    else if (charge instanceof Promise) charge.then((refusal) => (refusal ? refuse(refusal) : read()), () => read());
+    else if (charge === null) read();
+    else refuse(charge);
+
+    function refuse(refusal: FailureReply): void {
+      record.status = sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]);
+    }
+  };
+
+  function answer(reading: Promise<ReadResult>, res: ServerResponse, req: IncomingMessage, record: RequestRecord): void {
     reading.then(
       (result) => {
         record.cache = result.cacheStatus;
@@ -86,5 +100,5 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         record.status = sendError(res, failure, 'MISS', [...failure.headers, ...record.headers]);
       },
     );
-  };
+  }
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import type { LimitGrant } from '../limits/rate-limiter.js';
 
 export interface RequestRecord {
   /** The client's X-Request-Id, or a new one: it goes upstream with the request too. */
@@ -18,6 +19,8 @@ export interface RequestRecord {
   cls?: string;
   upstreamSeconds?: number;
   upstreamError?: string;
+  /** With rate limiting on: what the request was granted (its ratelimit-* headers are in `headers`). */
+  limit?: LimitGrant;
 }
 
 // Echoed ids are bounded so a client cannot make log lines arbitrarily large.
@@ -38,11 +41,15 @@ export function observeRequest(
   req: IncomingMessage,
   res: ServerResponse,
   sinks: { telemetry: Telemetry },
+  limit?: LimitGrant,
 ): RequestRecord {
   const started = process.hrtime.bigint();
   const requestId = requestIdOf(req);
-  const observed: RequestRecord = { requestId, headers: ['x-request-id', requestId] };
+  const observed: RequestRecord = limit
+    ? { requestId, headers: ['x-request-id', requestId, ...limit.headers], limit }
+    : { requestId, headers: ['x-request-id', requestId] };
   res.once('finish', () => {
+    if (limit) sinks.telemetry.rateLimitDecided(limit.tier, limit.result);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     sinks.telemetry.requestServed({
       requestId,

@@ -10,7 +10,7 @@ import { cacheControlFor } from '../cache/policy.js';
 import type { CacheStatus, PassedOn, ReadResult } from '../cache/read-through.js';
 
 // The upstream allows any origin (@fastify/cors defaults); browsers must also be able to read ours.
-const CORS = ['access-control-allow-origin', '*', 'access-control-expose-headers', 'X-API-Version, X-Cache, X-Cache-Class, Age, ETag'];
+const CORS = ['access-control-allow-origin', '*', 'access-control-expose-headers', 'X-API-Version, X-Cache, X-Cache-Class, Age, ETag, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'];
 const JSON_TYPE = 'application/json; charset=utf-8';
 const STALE_WARNING = '110 - "Response is Stale"';
 

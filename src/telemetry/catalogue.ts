@@ -140,6 +140,16 @@ export const METRICS = {
     'stacks_proxy_reorg_purged_entries_total',
     'Cached entries dropped because a reorg made them suspect (counted when they are next read).',
   ),
+  // Rate limits (issue 9): tiers and results only, never a key name or an address.
+  rateLimitRequests: counter(
+    'stacks_proxy_rate_limit_requests_total',
+    'Requests on limited routes (rate limiting on), by client tier (anonymous, keyed) and result (allowed, refused, unknown_key).',
+    ['tier', 'result'],
+  ),
+  rateLimitFailOpen: counter(
+    'stacks_proxy_rate_limit_fail_open_total',
+    'Budget charges let through unlimited because the shared rate-limit budget (Redis) failed or timed out.',
+  ),
   redisCommandDuration: histogram('stacks_proxy_redis_command_duration_seconds', 'Redis command latency by command.', ['command'], REDIS_BUCKETS),
   // The usual Prometheus idiom: a constant 1 whose labels say what runs (`count by (version)`).
   buildInfo: gauge('stacks_proxy_build_info', 'Always 1; the labels say which proxy version runs on which Node.js.', ['version', 'node']),

@@ -63,6 +63,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private tipChangedAt: number;
   private redisWasUp: boolean | undefined;
   private tipPollFailing = false;
+  private rateLimitFailing = false;
 
   private readonly requests;
   private readonly requestDurations;
@@ -74,6 +75,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private readonly upstreamRetries;
   private readonly redisCommands;
   private readonly routeCounters;
+  private readonly rateLimitRequests;
 
   constructor(options: TelemetryOptions) {
     this.logger = options.logger;
@@ -111,6 +113,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
       stale: labelChildren((route: string, reason: string) => m.staleServed.labels({ route, reason })),
       revalidations: labelChildren((result: string) => m.revalidations.labels({ result })),
     };
+    this.rateLimitRequests = labelChildren((tier: string, result: string) => m.rateLimitRequests.labels({ tier, result }));
   }
 
   get contentType(): string {
@@ -262,5 +265,23 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.upstreamRequests(upstream, 'passthrough', 'error').inc();
     this.upstreamErrors(upstream, 'connect').inc();
     this.logger.warn({ upstream, err: messageOf(error) }, 'passthrough to upstream failed');
+  }
+
+  rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void {
+    this.rateLimitRequests(tier, result).inc();
+  }
+
+  // Like redis_up: a warning when the outage starts, not one per request while it lasts.
+  rateLimitFailedOpen(error: unknown): void {
+    this.m.rateLimitFailOpen.inc();
+    if (this.rateLimitFailing) return;
+    this.rateLimitFailing = true;
+    this.logger.warn({ err: messageOf(error) }, 'rate-limit budget (redis) unavailable: requests pass unlimited');
+  }
+
+  rateLimitRecovered(): void {
+    if (!this.rateLimitFailing) return;
+    this.rateLimitFailing = false;
+    this.logger.info('rate-limit budget (redis) available again: limits apply');
   }
 }

@@ -73,6 +73,13 @@ export interface Telemetry {
 
   passthroughAnswered(upstream: string, status: number, seconds: number): void;
   passthroughFailed(upstream: string, error: unknown): void;
+
+  /** One limited request's outcome, when its answer is written (rate limiting on). */
+  rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void;
+  /** The shared budget failed: the request passes unlimited. Logged once per outage. */
+  rateLimitFailedOpen(error: unknown): void;
+  /** The shared budget answers again after failing. */
+  rateLimitRecovered(): void;
 }
 
 class NoopTelemetry implements Telemetry {
@@ -100,6 +107,9 @@ class NoopTelemetry implements Telemetry {
   tipJumpHeld(): void {}
   passthroughAnswered(): void {}
   passthroughFailed(): void {}
+  rateLimitDecided(): void {}
+  rateLimitFailedOpen(): void {}
+  rateLimitRecovered(): void {}
 }
 
 /** Ignores every event: for unit tests of a component that are not about its telemetry. */

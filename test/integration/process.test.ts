@@ -3,6 +3,8 @@
  * runs) configured by environment variables, and a bad setting stopping start-up.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
@@ -121,6 +123,19 @@ describe('the proxy process', () => {
     expect(code).toBe(2);
     expect(stderr).toContain('upstream.urls[0] (UPSTREAM_URLS): must be an upstream\'s base URL without a path');
     expect(stderr).toContain('(got "/api")');
+  });
+
+  it('refuses a malformed API_KEYS_FILE at start-up, exit code 2, naming the file and the entry', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'scp-keys-'));
+    const file = join(dir, 'keys.json');
+    writeFileSync(file, JSON.stringify([{ name: 'partner', sha256: 'not-a-hash' }]));
+    const child = run({ UPSTREAM_URLS: upstream.url, PORT: '0', API_KEYS_FILE: file });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(stderr).toContain('apiKeys.0.sha256 (API_KEYS_FILE): must be the SHA-256 of the key as 64 hex digits');
+    rmSync(dir, { recursive: true });
   });
 
   it('sends UPSTREAM_API_KEY as x-api-key and never logs it, nor ADMIN_TOKEN', async () => {

@@ -297,3 +297,44 @@ describe('the admin listener settings', () => {
     expect(config.admin.token).toBe('admin-secret-0123456789');
   });
 });
+
+describe('rate limits and API_KEYS_FILE (issue 9)', () => {
+  const KEYS_FILE = '/etc/stacks-cache-proxy/keys.json';
+  const HASH = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad';
+  const withKeys = (text: string) => (path: string) => (path === KEYS_FILE ? text : withFile('{}')(path));
+
+  it('is off by default, with no keys', () => {
+    const config = loadConfig({});
+    expect(config.rateLimit.enabled).toBe(false);
+    expect(config.rateLimit).toMatchObject({ hitCost: 1, missCost: 1, trustedProxies: [] });
+    expect(config.apiKeys).toEqual([]);
+  });
+
+  it('reads API_KEYS_FILE, lower-casing hashes', () => {
+    const config = loadConfig({ API_KEYS_FILE: KEYS_FILE }, withKeys(JSON.stringify([{ name: 'a', sha256: HASH.toUpperCase(), limit: 9 }, { name: 'b', sha256: HASH.replace('b', 'c') }])));
+    expect(config.apiKeys).toEqual([{ name: 'a', sha256: HASH, limit: 9 }, { name: 'b', sha256: HASH.replace('b', 'c') }]);
+    expect(redactedConfig(config).apiKeys).toEqual([{ name: 'a', sha256: '***', limit: 9 }, { name: 'b', sha256: '***' }]);
+  });
+
+  it.each([
+    ['not JSON', '[{', 'API_KEYS_FILE /etc/stacks-cache-proxy/keys.json is not valid JSON'],
+    ['not an array', '{"name":"a"}', 'API_KEYS_FILE /etc/stacks-cache-proxy/keys.json must hold a JSON array'],
+    ['a raw key instead of its hash', '[{"name":"a","sha256":"s3cret"}]', 'apiKeys.0.sha256 (API_KEYS_FILE): must be the SHA-256'],
+    ['an unknown field', `[{"name":"a","sha256":"${HASH}","key":"s3cret"}]`, 'apiKeys[0] (API_KEYS_FILE): Unrecognized key: "key"'],
+    ['a zero limit', `[{"name":"a","sha256":"${HASH}","limit":0}]`, 'apiKeys.0.limit (API_KEYS_FILE)'],
+    ['a duplicate hash', `[{"name":"a","sha256":"${HASH}"},{"name":"b","sha256":"${HASH}"}]`, 'apiKeys.1.sha256 (API_KEYS_FILE): the same key hash as entry 0 ("a")'],
+  ])('refuses a key file with %s', (_why, text, message) => {
+    expect(loadError({ API_KEYS_FILE: KEYS_FILE }, withKeys(text)).message).toContain(message);
+  });
+
+  it('refuses a missing key file, naming it', () => {
+    expect(loadError({ API_KEYS_FILE: '/nope/keys.json' }).message).toContain('cannot read API_KEYS_FILE /nope/keys.json');
+  });
+
+  it('refuses a trusted proxy that is not a CIDR, and a miss cheaper than a hit', () => {
+    const bad = JSON.stringify({ rateLimit: { trustedProxies: ['10.0.0.0/8', 'lb.internal'], hitCost: 2, missCost: 1 } });
+    const message = loadError({ CONFIG_FILE }, withFile(bad)).message;
+    expect(message).toContain('rateLimit.trustedProxies[1]: must be an IPv4 or IPv6 address or CIDR');
+    expect(message).toContain('rateLimit.missCost: must not be less than rateLimit.hitCost');
+  });
+});

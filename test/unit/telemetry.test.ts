@@ -231,6 +231,30 @@ describe('domain events', () => {
       [LEVEL.info, 'redis connected'],
     ]);
   });
+
+  it('counts every fail-open of the rate limiter but logs once per outage, and its end', async () => {
+    const { telemetry, messages } = telemetryWithLog();
+    telemetry.rateLimitFailedOpen(new Error('Connection is closed.'));
+    telemetry.rateLimitFailedOpen(new Error('Command timed out'));
+    telemetry.rateLimitRecovered();
+    telemetry.rateLimitRecovered();
+    telemetry.rateLimitFailedOpen(new Error('Connection is closed.'));
+    expect(await sample(telemetry, 'stacks_proxy_rate_limit_fail_open_total')).toBe(3);
+    expect(messages()).toEqual([
+      [LEVEL.warn, 'rate-limit budget (redis) unavailable: requests pass unlimited'],
+      [LEVEL.info, 'rate-limit budget (redis) available again: limits apply'],
+      [LEVEL.warn, 'rate-limit budget (redis) unavailable: requests pass unlimited'],
+    ]);
+  });
+
+  it('counts rate-limit decisions by tier and result', async () => {
+    const { telemetry } = telemetryWithLog();
+    telemetry.rateLimitDecided('anonymous', 'allowed');
+    telemetry.rateLimitDecided('anonymous', 'allowed');
+    telemetry.rateLimitDecided('keyed', 'unknown_key');
+    expect(await sample(telemetry, 'stacks_proxy_rate_limit_requests_total', { tier: 'anonymous', result: 'allowed' })).toBe(2);
+    expect(await sample(telemetry, 'stacks_proxy_rate_limit_requests_total', { tier: 'keyed', result: 'unknown_key' })).toBe(1);
+  });
 });
 
 describe('state gauges', () => {
@@ -385,7 +409,7 @@ describe('noopTelemetry', () => {
     // Reads, not events: the scrape and the admin API's lookup counts.
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape', 'lookupCounts']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(24);
+    expect(events.length).toBe(27); // 24 + the three rate-limit events (issue 9)
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {

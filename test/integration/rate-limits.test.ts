@@ -1,0 +1,288 @@
+/**
+ * Client rate limits and API keys (issue 9), through real HTTP: a fake upstream that counts its
+ * requests, real Redis for the shared budget, the injected clock for window resets.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RECORDED, startFakeUpstream, startRedis, waitFor, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
+import { fetchRaw, type RawResponse } from '../support/http.js';
+import type { ProxyServer } from '../../src/composition-root.js';
+import { sha256Hex } from '../../src/limits/api-keys.js';
+
+const WINDOW_MS = 60_000;
+// A window boundary, so that the window's reset is START + WINDOW_MS.
+const START = 1_800_000_000_000;
+const RESET = String((START + WINDOW_MS) / 1000);
+const TX = `/extended/v1/tx/${RECORDED.confirmedTxId}`;
+const block = (height: number) => `/extended/v2/blocks/${height}`;
+
+let upstream: FakeUpstream;
+const proxies: ProxyServer[] = [];
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterEach(async () => {
+  for (const proxy of proxies.splice(0)) await proxy.close();
+});
+afterAll(async () => {
+  await upstream.close();
+});
+
+interface Limits {
+  anonymous?: number;
+  keyed?: number;
+  trustedProxies?: string[];
+  hitCost?: number;
+  missCost?: number;
+  apiKeys?: Array<{ name: string; sha256: string; limit?: number }>;
+  redisUrl?: string;
+  clock?: { now: number };
+}
+
+async function start(limits: Limits = {}): Promise<ProxyServer> {
+  const clock = limits.clock ?? { now: START };
+  const proxy = await startTestProxy({
+    upstreamUrls: [upstream.url],
+    redisUrl: limits.redisUrl,
+    now: () => clock.now,
+    overrides: {
+      rateLimit: {
+        enabled: true,
+        windowMs: WINDOW_MS,
+        anonymous: { limit: limits.anonymous ?? 3 },
+        keyed: { limit: limits.keyed ?? 10 },
+        trustedProxies: limits.trustedProxies ?? [],
+        hitCost: limits.hitCost ?? 1,
+        missCost: limits.missCost ?? 1,
+      },
+      apiKeys: limits.apiKeys ?? [],
+    },
+  });
+  proxies.push(proxy);
+  upstream.resetCounts();
+  return proxy;
+}
+
+const get = (proxy: ProxyServer, path: string, headers: Record<string, string> = {}) => fetchRaw(proxy.url + path, { headers });
+const upstreamReads = () => upstream.count((r) => r.path !== '/extended');
+const limitHeaders = (response: RawResponse) => ({
+  limit: response.headers.get('ratelimit-limit'),
+  remaining: response.headers.get('ratelimit-remaining'),
+  reset: response.headers.get('ratelimit-reset'),
+});
+
+function expectRefused(response: RawResponse, limit: number, retryAfter = '60'): void {
+  expect(response.status).toBe(429);
+  expect(JSON.parse(response.body.toString())).toEqual({
+    statusCode: 429,
+    error: 'Too Many Requests',
+    message: `Rate limit exceeded: ${limit} per 60 s for this client; retry after the time in Retry-After`,
+  });
+  expect(response.headers.get('retry-after')).toBe(retryAfter);
+  expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  expect(response.headers.get('x-request-id')).not.toBeNull();
+  expect(limitHeaders(response)).toEqual({ limit: String(limit), remaining: '0', reset: RESET });
+  expect(response.headers.get('access-control-expose-headers')).toContain('RateLimit-Limit');
+}
+
+describe('rate limiting off (the default)', () => {
+  it('limits nothing and sends no ratelimit-* headers', async () => {
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    proxies.push(proxy);
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await get(proxy, TX, { 'x-api-key': 'anything' }));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(answers.map((r) => r.headers.get('ratelimit-limit'))).toEqual([null, null, null, null, null]);
+  });
+});
+
+describe('anonymous clients, one process', () => {
+  it('answers within the budget with ratelimit-* headers, refuses a burst over it without asking the upstream, and resets with the window', async () => {
+    const clock = { now: START };
+    const proxy = await start({ anonymous: 3, clock });
+
+    const answers = [await get(proxy, TX), await get(proxy, TX), await get(proxy, TX)];
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(answers.map((r) => r.headers.get('x-cache'))).toEqual(['MISS', 'HIT', 'HIT']);
+    expect(answers.map(limitHeaders)).toEqual(['2', '1', '0'].map((remaining) => ({ limit: '3', remaining, reset: RESET })));
+    expect(upstreamReads()).toBe(1);
+    // Browsers may read them.
+    expect(answers[0]?.headers.get('access-control-expose-headers')).toContain('RateLimit-Remaining, RateLimit-Reset, Retry-After');
+
+    // Over the budget: a cached route, an uncached one and the passthrough, none reaching the upstream.
+    for (const path of [TX, block(7), '/v2/info', '/extended/v1/nope']) expectRefused(await get(proxy, path), 3);
+    expect(upstreamReads()).toBe(1);
+
+    // Own endpoints are never limited and carry no ratelimit-* headers.
+    for (const path of ['/health', '/ready']) {
+      const own = await get(proxy, path);
+      expect(own.status).toBe(200);
+      expect(own.headers.get('ratelimit-limit')).toBeNull();
+    }
+
+    // 59 s in: still the same window, Retry-After says what is left.
+    clock.now = START + 59_000;
+    expectRefused(await get(proxy, TX), 3, '1');
+
+    clock.now = START + WINDOW_MS;
+    const next = await get(proxy, block(7));
+    expect(next.status).toBe(200);
+    expect(limitHeaders(next)).toEqual({ limit: '3', remaining: '2', reset: String((START + 2 * WINDOW_MS) / 1000) });
+    expect(upstreamReads()).toBe(2);
+
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'anonymous', result: 'allowed' })).toBe(4);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'anonymous', result: 'refused' })).toBe(5);
+    // Tiers and results only: never an address.
+    const samples = (await proxy.telemetry.scrape()).split('\n').filter((line) => line.startsWith('stacks_proxy_rate_limit_requests_total'));
+    expect(samples).toEqual([
+      'stacks_proxy_rate_limit_requests_total{tier="anonymous",result="allowed"} 4',
+      'stacks_proxy_rate_limit_requests_total{tier="anonymous",result="refused"} 5',
+    ]);
+  });
+
+  it('puts ratelimit-* headers on passthrough answers too', async () => {
+    const proxy = await start({ anonymous: 3 });
+    const passed = await get(proxy, '/v2/info');
+    expect(passed.status).toBe(200);
+    expect(passed.headers.get('x-cache')).toBe('BYPASS');
+    expect(limitHeaders(passed)).toEqual({ limit: '3', remaining: '2', reset: RESET });
+    expect(upstream.count('/v2/info')).toBe(1);
+  });
+
+  it('charges a miss its missCost: the hit cost first, the rest before the upstream is asked', async () => {
+    const proxy = await start({ anonymous: 6, hitCost: 1, missCost: 3 });
+    const miss = await get(proxy, TX);
+    expect(miss.headers.get('x-cache')).toBe('MISS');
+    expect(limitHeaders(miss).remaining).toBe('3');
+    const hit = await get(proxy, TX);
+    expect(hit.headers.get('x-cache')).toBe('HIT');
+    expect(limitHeaders(hit).remaining).toBe('2');
+    // The hit cost fits (1 left), the miss's rest (2) does not: refused before the upstream.
+    const refused = await get(proxy, block(9));
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('60');
+    expect(limitHeaders(refused)).toEqual({ limit: '6', remaining: '1', reset: RESET });
+    expect(upstreamReads()).toBe(1);
+    // What the refused miss did not take is still there for a hit.
+    const lastHit = await get(proxy, TX);
+    expect(lastHit.status).toBe(200);
+    expect(limitHeaders(lastHit).remaining).toBe('0');
+    expectRefused(await get(proxy, '/v2/info'), 6);
+    expect(upstreamReads()).toBe(1);
+  });
+
+  it('refuses a passthrough request (always a miss) whose budget cannot cover missCost', async () => {
+    const proxy = await start({ anonymous: 2, hitCost: 1, missCost: 3 });
+    const refused = await get(proxy, '/v2/info');
+    expect(refused.status).toBe(429);
+    expect(limitHeaders(refused)).toEqual({ limit: '2', remaining: '1', reset: RESET });
+    expect(upstream.count('/v2/info')).toBe(0);
+  });
+});
+
+describe('client addresses', () => {
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy', async () => {
+    const proxy = await start({ anonymous: 1 });
+    expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.1' })).status).toBe(200);
+    expectRefused(await get(proxy, TX, { 'x-forwarded-for': '198.51.100.2' }), 1);
+    expectRefused(await get(proxy, TX), 1);
+  });
+
+  it('believes X-Forwarded-For from a trusted proxy: the right-most address that is not one', async () => {
+    const proxy = await start({ anonymous: 1, trustedProxies: ['127.0.0.1/32'] });
+    expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.1' })).status).toBe(200);
+    expectRefused(await get(proxy, TX, { 'x-forwarded-for': '198.51.100.1' }), 1);
+    // A client that prepends addresses of its own is still the address the proxy appended.
+    expectRefused(await get(proxy, TX, { 'x-forwarded-for': '203.0.113.50, 198.51.100.1' }), 1);
+    expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.2' })).status).toBe(200);
+    expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.1, 127.0.0.1' })).status).toBe(429);
+  });
+});
+
+describe('API keys', () => {
+  const partner = 'partner-key-0123456789';
+  const plain = 'plain-key-0123456789';
+  const apiKeys = [
+    { name: 'partner', sha256: sha256Hex(partner), limit: 5 },
+    { name: 'plain', sha256: sha256Hex(plain) },
+  ];
+
+  it('gives a key its own budget: its limit, else rateLimit.keyed.limit, apart from the anonymous one', async () => {
+    const proxy = await start({ anonymous: 1, keyed: 2, apiKeys });
+    const partnerAnswers = [];
+    for (let i = 0; i < 6; i++) partnerAnswers.push(await get(proxy, TX, { 'x-api-key': partner }));
+    expect(partnerAnswers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(partnerAnswers.map((r) => limitHeaders(r).remaining)).toEqual(['4', '3', '2', '1', '0', '0']);
+    expectRefused(partnerAnswers[5] as RawResponse, 5);
+
+    expect(limitHeaders(await get(proxy, TX, { 'x-api-key': plain }))).toEqual({ limit: '2', remaining: '1', reset: RESET });
+    expect(limitHeaders(await get(proxy, TX))).toEqual({ limit: '1', remaining: '0', reset: RESET });
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'keyed', result: 'allowed' })).toBe(6);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'keyed', result: 'refused' })).toBe(1);
+    const exported = await proxy.telemetry.scrape();
+    expect(exported).not.toContain('partner');
+  });
+
+  it('answers an unknown key 401 in the upstream shape, without asking the upstream', async () => {
+    const proxy = await start({ apiKeys });
+    for (const key of ['not-a-key', sha256Hex(partner), '']) {
+      const refused = await get(proxy, block(3), { 'x-api-key': key });
+      expect(refused.status).toBe(401);
+      expect(JSON.parse(refused.body.toString())).toEqual({
+        statusCode: 401,
+        error: 'Unauthorized',
+        message: 'Unknown API key: the X-API-Key header does not name a key this proxy knows',
+      });
+    }
+    expect(upstreamReads()).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'keyed', result: 'unknown_key' })).toBe(3);
+    expect((await get(proxy, '/health', { 'x-api-key': 'not-a-key' })).status).toBe(200);
+  });
+});
+
+describe('with Redis', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('enforces one budget across instances sharing Redis', async () => {
+    const clock = { now: START };
+    const first = await start({ anonymous: 3, redisUrl: redis.url, clock });
+    const second = await start({ anonymous: 3, redisUrl: redis.url, clock });
+    const answers = [await get(first, TX), await get(second, TX), await get(first, TX)];
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(answers.map((r) => limitHeaders(r).remaining)).toEqual(['2', '1', '0']);
+    expectRefused(await get(second, TX), 3);
+    expectRefused(await get(first, block(11)), 3);
+    clock.now = START + WINDOW_MS;
+    expect((await get(second, TX)).status).toBe(200);
+  });
+
+  it('fails open when Redis goes away: requests pass and the fail-open count says so', async () => {
+    const own = await startRedis();
+    try {
+      const clock = { now: START + 10 * WINDOW_MS };
+      const proxy = await start({ anonymous: 1, redisUrl: own.url, clock });
+      expect((await get(proxy, TX)).status).toBe(200);
+      expect((await get(proxy, TX)).status).toBe(429);
+      await own.stop();
+      const answers = [await get(proxy, TX), await get(proxy, TX), await get(proxy, TX)];
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(answers.map((r) => r.headers.get('ratelimit-limit'))).toEqual([null, null, null]);
+      expect(await metricValue(proxy, 'stacks_proxy_rate_limit_fail_open_total')).toBe(3);
+      expect((await get(proxy, '/health')).status).toBe(200);
+
+      // Redis back (ioredis reconnects within a second): the shared budget applies again.
+      await own.restart();
+      await waitFor(async () => (await get(proxy, block(5))).headers.get('ratelimit-limit') === '1', { timeoutMs: 10_000, what: 'limits to apply again' });
+      expect((await get(proxy, block(5))).status).toBe(429);
+    } finally {
+      await own.stop().catch(() => undefined);
+    }
+  });
+});
