@@ -40,13 +40,18 @@ export async function startMainProxy(upstreamUrl: string, redisUrl: string): Pro
 /**
  * A second instance on the same Redis: shared single-flight waits only happen between
  * instances. Its upstream queue holds one request and one waiter, so a burst is refused (503).
+ * It rate-limits with a budget no traffic here exhausts, so the rate-limit panels have data.
  * Default metrics stay off: one process, so they would only repeat the first instance's.
  */
 export async function startPeerProxy(upstreamUrl: string, redisUrl: string): Promise<ProxyServer> {
   const config = testConfig({
     upstreamUrls: [upstreamUrl],
     redisUrl,
-    overrides: { ...SHARED_SETTINGS, upstream: { ...SHARED_SETTINGS.upstream, maxConcurrent: 1, maxQueue: 1 } },
+    overrides: {
+      ...SHARED_SETTINGS,
+      upstream: { ...SHARED_SETTINGS.upstream, maxConcurrent: 1, maxQueue: 1 },
+      rateLimit: { enabled: true, anonymous: { limit: 1_000_000 } },
+    },
   });
   return startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: false });
 }
