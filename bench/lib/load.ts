@@ -1,0 +1,94 @@
+/**
+ * Load runs: autocannon from this process, with the server's CPU time per request read around
+ * each run, and alternating rounds of several variants so that drift of a shared machine hits
+ * them alike; figures are medians over rounds.
+ */
+import autocannon from 'autocannon';
+import { cpuSeconds, rssMiB } from './proc.js';
+
+export interface BenchOptions {
+  quick: boolean;
+  rounds: number;
+  seconds: number;
+  connections: number;
+}
+
+export interface Run {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  non2xx: number;
+  requests: number;
+  cpuMicrosPerRequest?: number;
+  rssMiB?: number;
+}
+
+export interface Target {
+  url: string;
+  /** Server pids whose CPU time is charged to the run. */
+  pids?: number[];
+  /** autocannon request list (paths, or setupRequest for distinct keys). */
+  requests?: autocannon.Request[];
+}
+
+async function cannon(target: Target, connections: number, seconds: number): Promise<autocannon.Result> {
+  return autocannon({ url: target.url, connections, duration: seconds, requests: target.requests });
+}
+
+/** One measured run (after one second of warm-up) against one or several targets at once. */
+export async function runLoad(targets: Target[], options: BenchOptions): Promise<Run> {
+  const share = Math.max(1, Math.round(options.connections / targets.length));
+  await Promise.all(targets.map((t) => cannon(t, share, 1)));
+  const pids = targets.flatMap((t) => t.pids ?? []);
+  const before = pids.map(cpuSeconds);
+  const results = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
+  const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - (before[i] ?? 0), 0);
+  const requests = results.reduce((sum, r) => sum + r.requests.total, 0);
+  return {
+    requestsPerSecond: Math.round(results.reduce((sum, r) => sum + r.requests.average, 0)),
+    p50Ms: Math.max(...results.map((r) => r.latency.p50)),
+    p99Ms: Math.max(...results.map((r) => r.latency.p99)),
+    errors: results.reduce((sum, r) => sum + r.errors + r.timeouts, 0),
+    non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
+    requests,
+    cpuMicrosPerRequest: pids.length && requests ? Math.round((cpu / requests) * 1e7) / 10 : undefined,
+    rssMiB: pids.length ? pids.reduce((sum, pid) => sum + rssMiB(pid), 0) : undefined,
+  };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** The median of each figure over rounds (each figure on its own). */
+export function medianRun(runs: Run[]): Run {
+  const of = (pick: (r: Run) => number | undefined): number | undefined => {
+    const values = runs.map(pick).filter((v): v is number => v !== undefined);
+    return values.length ? median(values) : undefined;
+  };
+  return {
+    requestsPerSecond: of((r) => r.requestsPerSecond) ?? 0,
+    p50Ms: of((r) => r.p50Ms) ?? 0,
+    p99Ms: of((r) => r.p99Ms) ?? 0,
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    requests: runs.reduce((sum, r) => sum + r.requests, 0),
+    cpuMicrosPerRequest: of((r) => r.cpuMicrosPerRequest),
+    rssMiB: of((r) => r.rssMiB),
+  };
+}
+
+/** Runs each variant once per round, in turn, and returns the median run of each. */
+export async function alternate(label: string, variants: Record<string, Target[]>, options: BenchOptions): Promise<Record<string, Run>> {
+  const runs: Record<string, Run[]> = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const [name, targets] of Object.entries(variants)) {
+      process.stderr.write(`bench: ${label}: ${name} (round ${round}/${options.rounds})\n`);
+      runs[name]?.push(await runLoad(targets, options));
+    }
+  }
+  return Object.fromEntries(Object.entries(runs).map(([name, list]) => [name, medianRun(list)]));
+}

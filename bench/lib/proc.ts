@@ -1,0 +1,78 @@
+/**
+ * Server processes under test: started as children pinned to one CPU (taskset, when present)
+ * so the load generator on the other CPU does not compete with them; their CPU time and RSS
+ * read from /proc.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/paths.js';
+import { freePort, isAnswering, waitFor } from '../../testkit/index.js';
+
+export const ROOT = projectRoot();
+export const HAS_TASKSET = spawnSync('taskset', ['-V']).status === 0;
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** CPU seconds (user + system) a process has used so far. */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+export function rssMiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Math.round(Number(match[1]) / 1024) : Number.NaN;
+}
+
+/** Moves this process (load generator, fake upstream) to `cpu`. */
+export function pinSelf(cpu: number): void {
+  if (HAS_TASKSET) spawnSync('taskset', ['-p', '-c', String(cpu), String(process.pid)]);
+}
+
+export interface Server {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+}
+
+/** Starts `node <script>` (a file under dist/) on `cpu`; taskset execs node, so the pid is node's. */
+export async function startNodeServer(script: string, env: Record<string, string>, healthPath: string, cpu = 0): Promise<Server> {
+  const port = await freePort();
+  const args = [process.execPath, join(ROOT, 'dist', script)];
+  const [command, rest] = HAS_TASKSET ? ['taskset', ['-c', String(cpu), ...args]] : [args[0] as string, args.slice(1)];
+  const child = spawn(command, rest, {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(() => isAnswering(url + healthPath), { timeoutMs: 15_000, what: `${script} on ${url}` });
+  return { child, pid: child.pid as number, url };
+}
+
+export interface ProxyOptions {
+  upstreamUrl: string;
+  redisUrl?: string;
+  logLevel?: string;
+  config?: Record<string, unknown>;
+  cpu?: number;
+}
+
+/** A proxy process as operators run it (dist/src/main.js), with its own admin port. */
+export async function startProxy(options: ProxyOptions): Promise<Server & { adminUrl: string }> {
+  const adminPort = await freePort();
+  const env: Record<string, string> = {
+    UPSTREAM_URLS: options.upstreamUrl,
+    REDIS_URL: options.redisUrl ?? '',
+    LOG_LEVEL: options.logLevel ?? 'info', // the default: one log line per request is part of the cost
+    ADMIN_PORT: String(adminPort),
+    ADMIN_HOST: '127.0.0.1',
+  };
+  if (options.config) {
+    const file = join(mkdtempSync(join(tmpdir(), 'scp-bench-')), 'config.json');
+    writeFileSync(file, JSON.stringify(options.config));
+    env.CONFIG_FILE = file;
+  }
+  const server = await startNodeServer('src/main.js', env, '/health', options.cpu ?? 0);
+  return { ...server, adminUrl: `http://127.0.0.1:${adminPort}` };
+}

@@ -1,0 +1,17 @@
+/** What every scenario gets: the run's options, the fake upstream, and the hit body it serves. */
+import type { FakeUpstream } from '../../testkit/index.js';
+import { RECORDED } from '../../testkit/index.js';
+import type { BenchOptions } from '../lib/load.js';
+
+/** The cached answer hit scenarios ask for: a confirmed transaction (about 2.4 KB). */
+export const HIT_PATH = `/extended/v1/tx/${RECORDED.confirmedTxId}`;
+
+export interface Context {
+  options: BenchOptions;
+  upstream: FakeUpstream;
+  /** The bytes of HIT_PATH as the upstream answers them. */
+  hitBody: Buffer;
+}
+
+/** A config turning rate limiting on with limits no benchmark run can reach. */
+export const RATE_LIMITED = { rateLimit: { enabled: true, windowMs: 60_000, anonymous: { limit: 1_000_000_000 }, keyed: { limit: 1_000_000_000 } } };
