@@ -13,6 +13,8 @@ export interface BenchOptions {
   connections: number;
 }
 
+export const warmUpSeconds = (options: BenchOptions): number => (options.quick ? 0.5 : 1);
+
 export interface Run {
   requestsPerSecond: number;
   p50Ms: number;
@@ -36,13 +38,15 @@ async function cannon(target: Target, connections: number, seconds: number): Pro
   return autocannon({ url: target.url, connections, duration: seconds, requests: target.requests });
 }
 
-/** One measured run (after one second of warm-up) against one or several targets at once. */
+/** One measured run (after a short warm-up: connections set up, code optimised) against one or several targets at once. */
 export async function runLoad(targets: Target[], options: BenchOptions): Promise<Run> {
   const share = Math.max(1, Math.round(options.connections / targets.length));
-  await Promise.all(targets.map((t) => cannon(t, share, 1)));
+  await Promise.all(targets.map((t) => cannon(t, share, warmUpSeconds(options))));
   const pids = targets.flatMap((t) => t.pids ?? []);
   const before = pids.map(cpuSeconds);
-  const results = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
+  let results = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
+  // Seen once in a while: autocannon ends a run without sending anything (no errors either); run it again.
+  if (results.some((r) => r.requests.total === 0)) results = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
   const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - (before[i] ?? 0), 0);
   const requests = results.reduce((sum, r) => sum + r.requests.total, 0);
   return {
