@@ -6,7 +6,7 @@
  *
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
- *   --quick        1 round of 1.5 s per variant, short mix and flood
+ *   --quick        1 round of 1 s per variant, short mix and flood
  *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, zipfMix, memoryMillion, scaling)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */
@@ -35,7 +35,7 @@ function parseOptions(argv: string[]): { options: BenchOptions; only: string[] }
   const options: BenchOptions = {
     quick,
     rounds: Number(process.env.BENCH_ROUNDS ?? (quick ? 1 : 3)),
-    seconds: Number(process.env.BENCH_SECONDS ?? (quick ? 1.5 : 4)),
+    seconds: Number(process.env.BENCH_SECONDS ?? (quick ? 1 : 4)),
     connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
   };
   return { options, only };

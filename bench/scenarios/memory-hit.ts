@@ -12,12 +12,13 @@ import { HIT_PATH, RATE_LIMITED, type Context } from './context.js';
 export async function memoryHit({ options, upstream, hitBody }: Context): Promise<Section> {
   const servers: Server[] = [];
   try {
-    const baseline = await startNodeServer('bench/baselines/map-server.js', { BODY: hitBody.toString('base64') }, '/health');
-    servers.push(baseline);
-    const info = await startProxy({ upstreamUrl: upstream.url });
-    const warn = await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn' });
-    const limited = await startProxy({ upstreamUrl: upstream.url, config: RATE_LIMITED });
-    servers.push(info, warn, limited);
+    const [baseline, info, warn, limited] = await Promise.all([
+      startNodeServer('bench/baselines/map-server.js', { BODY: hitBody.toString('base64') }, '/health'),
+      startProxy({ upstreamUrl: upstream.url }),
+      startProxy({ upstreamUrl: upstream.url, logLevel: 'warn' }),
+      startProxy({ upstreamUrl: upstream.url, config: RATE_LIMITED }),
+    ]);
+    servers.push(baseline, info, warn, limited);
     for (const proxy of [info, warn, limited]) await fetch(proxy.url + HIT_PATH).then((r) => r.arrayBuffer());
     const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid] }];
     const runs = await alternate('memory hit', { baseline: [{ url: `${baseline.url}/x`, pids: [baseline.pid] }], info: hit(info), warn: hit(warn), limited: hit(limited) }, options);

@@ -26,7 +26,7 @@ interface FloodSummary {
 }
 
 export async function memoryMillion({ options }: Context): Promise<Section> {
-  const seconds = options.quick ? 5 : 45;
+  const seconds = options.quick ? 4 : 45;
   process.stderr.write(`bench: memory flood: up to ${TARGET.toLocaleString('en-US')} distinct URLs or ${seconds} s\n`);
   const child = spawn(process.execPath, [join(ROOT, 'dist/bench/memory-flood.js')], {
     env: { ...process.env, FLOOD_SECONDS: String(seconds), FLOOD_TARGET: String(TARGET), BENCH_CONNECTIONS: String(options.connections) },

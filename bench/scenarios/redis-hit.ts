@@ -19,9 +19,11 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     await client.set('bench:body', hitBody);
     client.disconnect();
     const memoryRefuses = { cache: { memory: { maxEntryBytes: Math.min(256, hitBody.length - 1), maxBytesWithRedis: 1024 } } };
-    const baseline = await startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body' }, '/health');
-    const proxy = await startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: memoryRefuses });
-    const limited = await startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, ...RATE_LIMITED } });
+    const [baseline, proxy, limited] = await Promise.all([
+      startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body' }, '/health'),
+      startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: memoryRefuses }),
+      startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, ...RATE_LIMITED } }),
+    ]);
     servers.push(baseline, proxy, limited);
     for (const p of [proxy, limited]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });

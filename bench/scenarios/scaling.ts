@@ -11,8 +11,7 @@ import { HIT_PATH, type Context } from './context.js';
 export async function scaling({ options, upstream }: Context): Promise<Section> {
   const servers: Server[] = [];
   try {
-    const first = await startProxy({ upstreamUrl: upstream.url, cpu: 0 });
-    const second = await startProxy({ upstreamUrl: upstream.url, cpu: 1 });
+    const [first, second] = await Promise.all([startProxy({ upstreamUrl: upstream.url, cpu: 0 }), startProxy({ upstreamUrl: upstream.url, cpu: 1 })]);
     servers.push(first, second);
     for (const p of servers) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
     const target = (s: Server) => ({ url: s.url + HIT_PATH, pids: [s.pid] });

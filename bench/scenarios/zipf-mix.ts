@@ -35,8 +35,8 @@ export async function zipfMix({ options, upstream }: Context): Promise<Section> 
       },
     },
   ];
-  const warmSeconds = options.quick ? 3 : 15;
-  const measureSeconds = options.quick ? 5 : 30;
+  const warmSeconds = options.quick ? 2 : 15;
+  const measureSeconds = options.quick ? 4 : 30;
   const proxy = await startProxy({ upstreamUrl: upstream.url });
   const blocks = setInterval(() => upstream.advanceTip(), BLOCK_EVERY_MS);
   let mempool: NodeJS.Timeout | undefined;
