@@ -4,7 +4,7 @@
  * summary read back. RSS and the tier's own byte count against cache.memory.maxBytes.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { exited } from '../../testkit/index.js';
 import { ROOT } from '../lib/proc.js';
@@ -28,12 +28,14 @@ interface FloodSummary {
 export async function memoryMillion({ options }: Context): Promise<Section> {
   const seconds = options.quick ? 4 : 45;
   process.stderr.write(`bench: memory flood: up to ${TARGET.toLocaleString('en-US')} distinct URLs or ${seconds} s\n`);
+  const summaryFile = join(ROOT, 'bench/results/memory-flood.json');
+  rmSync(summaryFile, { force: true }); // a failed flood must not report an earlier run's figures
   const child = spawn(process.execPath, [join(ROOT, 'dist/bench/memory-flood.js')], {
     env: { ...process.env, FLOOD_SECONDS: String(seconds), FLOOD_TARGET: String(TARGET), BENCH_CONNECTIONS: String(options.connections) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   await exited(child);
-  const flood = JSON.parse(readFileSync(join(ROOT, 'bench/results/memory-flood.json'), 'utf8')) as FloodSummary;
+  const flood = JSON.parse(readFileSync(summaryFile, 'utf8')) as FloodSummary;
   const entries = Math.max(0, ...flood.samples.map((s) => s.tierEntries));
   const reached = flood.requests >= TARGET ? 'all 1,000,000' : `${flood.requests.toLocaleString('en-US')} of 1,000,000 (time budget ${seconds} s)`;
   return {
