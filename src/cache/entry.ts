@@ -50,13 +50,16 @@ export function encodeEntry(entry: CacheEntry): Buffer {
 /** Returns undefined for anything that is not a well-formed entry of this version. */
 export function decodeEntry(bytes: Buffer): CacheEntry | undefined {
   if (bytes.length < HEADER_BYTES || bytes.readUInt8(0) !== MAGIC || bytes.readUInt8(1) !== FORMAT_VERSION) return undefined;
-  const metaLength = bytes.readUInt32BE(2);
+  const metaEnd = HEADER_BYTES + bytes.readUInt32BE(2);
   // Both lengths are stored, so a cut-short value is refused rather than served truncated.
-  if (HEADER_BYTES + metaLength + bytes.readUInt32BE(6) !== bytes.length) return undefined;
+  if (metaEnd + bytes.readUInt32BE(6) !== bytes.length) return undefined;
   try {
-    const meta = JSON.parse(bytes.subarray(HEADER_BYTES, HEADER_BYTES + metaLength).toString('utf8')) as EntryMeta;
+    // This runs on every Redis-tier hit: the metadata is read in place (no subarray) and the parsed
+    // object becomes the entry (no copy of its fields); the body is a view of the reply, not a copy.
+    const meta = JSON.parse(bytes.toString('utf8', HEADER_BYTES, metaEnd)) as EntryMeta & { body?: Buffer };
     if (typeof meta.status !== 'number' || typeof meta.etag !== 'string' || typeof meta.validatedAt !== 'number') return undefined;
-    return { ...meta, body: bytes.subarray(HEADER_BYTES + metaLength) };
+    meta.body = bytes.subarray(metaEnd);
+    return meta as CacheEntry;
   } catch {
     return undefined;
   }

@@ -66,24 +66,45 @@ export class CacheLookups {
   }
 
   /** The shared tier, after memory held nothing usable; undefined when there is no shared tier. */
-  async shared(keys: string | readonly string[], usable: Usable = ANY): Promise<Found | undefined> {
+  shared(keys: string | readonly string[], usable: Usable = ANY): Promise<Found | undefined> {
     const { store } = this.deps;
-    if (!store.shared) return undefined;
-    for (const key of typeof keys === 'string' ? [keys] : keys) {
-      const read = await store.getShared(key);
-      if (read === 'failed') {
-        this.deps.telemetry.cacheLookup('redis', 'unknown', 'error');
-        return undefined;
-      }
-      if (read && usable(read)) {
-        const found = { key, entry: read, decision: this.decide(read) };
-        this.deps.telemetry.cacheLookup('redis', read.cls, this.resultOf(found.decision));
-        return found;
-      }
+    if (!store.shared) return Promise.resolve(undefined);
+    // One key (every single-route read): one promise step, no async frame (the Redis-hit path).
+    if (typeof keys === 'string') {
+      return store.getShared(keys).then((read) => (read === 'failed' ? this.sharedFailed() : (this.sharedFound(keys, read, usable) ?? this.sharedMiss(keys))));
     }
-    this.deps.telemetry.cacheLookup('redis', 'unknown', 'miss');
-    return { key: firstOf(keys), entry: undefined, decision: { action: 'refetch' } };
+    return this.sharedInOrder(keys, usable);
   }
+
+  private async sharedInOrder(keys: readonly string[], usable: Usable): Promise<Found | undefined> {
+    for (const key of keys) {
+      const read = await this.deps.store.getShared(key);
+      if (read === 'failed') return this.sharedFailed();
+      const found = this.sharedFound(key, read, usable);
+      if (found) return found;
+    }
+    return this.sharedMiss(firstOf(keys));
+  }
+
+  /** Redis did not answer: counted as an error; the caller goes on as if it held nothing. */
+  private sharedFailed(): undefined {
+    this.deps.telemetry.cacheLookup('redis', 'unknown', 'error');
+    return undefined;
+  }
+
+  /** Counts and decides a usable entry; undefined when there is none. */
+  private sharedFound(key: string, read: CacheEntry | undefined, usable: Usable): Found | undefined {
+    if (!read || !usable(read)) return undefined;
+    const found = { key, entry: read, decision: this.decide(read) };
+    this.deps.telemetry.cacheLookup('redis', read.cls, this.resultOf(found.decision));
+    return found;
+  }
+
+  private sharedMiss(key: string): Found {
+    this.deps.telemetry.cacheLookup('redis', 'unknown', 'miss');
+    return { key, entry: undefined, decision: { action: 'refetch' } };
+  }
+
 
   private decide(entry: CacheEntry): Decision {
     return decide(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl);

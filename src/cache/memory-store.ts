@@ -39,12 +39,22 @@ export class MemoryStore implements CacheStore {
   readonly tier = 'memory' as const;
   private readonly lru: LRUCache<string, CacheEntry>;
   private readonly sweeper: NodeJS.Timeout | undefined;
+  /**
+   * The largest entry kept: maxEntryBytes, but never more than the whole budget. In front of Redis
+   * the tier is small (maxBytesWithRedis) and maxEntryBytes is not; lru-cache, handed an entry
+   * larger than its maxSize, evicts every other entry, then the new one, and leaves its byte count
+   * negative by that entry's size (the tier then holds more than its bound). Such an entry is
+   * refused before lru-cache sees it (and before its body is copied): every Redis hit on it is
+   * then a plain Redis read, with nothing put into memory and nothing evicted.
+   */
+  private readonly maxEntryBytes: number;
 
-  constructor(private readonly options: MemoryStoreOptions) {
+  constructor(options: MemoryStoreOptions) {
     const telemetry = options.telemetry ?? noopTelemetry;
+    this.maxEntryBytes = Math.min(options.maxEntryBytes, options.maxBytes);
     this.lru = new LRUCache<string, CacheEntry>({
       maxSize: options.maxBytes,
-      maxEntrySize: options.maxEntryBytes,
+      maxEntrySize: this.maxEntryBytes,
       // Retention is measured on the injected clock, read at every check (tests move it).
       perf: { now: options.now ?? systemClock },
       ttlResolution: 0,
@@ -72,10 +82,13 @@ export class MemoryStore implements CacheStore {
     this.put(key, entry, retainMs);
   }
 
-  /** `retainMs` null: kept until evicted for room. An entry over maxEntryBytes is not kept, nor is an older copy. */
+  /**
+   * `retainMs` null: kept until evicted for room. An entry over maxEntryBytes or over the whole
+   * budget is not kept, nor is an older copy.
+   */
   put(key: string, entry: CacheEntry, retainMs: number | null): void {
     const size = entryCost(key, entry);
-    if (size > this.options.maxEntryBytes) {
+    if (size > this.maxEntryBytes) {
       this.lru.delete(key);
       return;
     }

@@ -14,12 +14,14 @@ import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import { UpstreamError } from '../upstream/errors.js';
 import { admit, confirm, passOn, type Admission, type PassedOn, type Snapshot } from './admit.js';
 import type { CacheEntry } from './entry.js';
+import { etagScope } from './etag-scope.js';
 import { entryKey, transactionKey } from './key.js';
-import { evaluate, fallbackOf, isUsableWhenFailing, type Refresh, type StaleSettings, type TtlSettings } from './policy.js';
+import { evaluate, fallbackOf, isUsableWhenFailing, type Decision, type Refresh, type StaleSettings, type TtlSettings } from './policy.js';
 import type { SharedFlight } from './shared-flight.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
 import { CacheLookups, type Found } from './lookup.js';
+import { ResourceValidations } from './resource-validations.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 
 export type { PassedOn } from './admit.js';
@@ -68,6 +70,8 @@ function upstreamHeaders(refresh: Refresh, context: ReadContext): Record<string,
 export class ReadThrough {
   private readonly flights = new SingleFlight<ReadResult>();
   private readonly lookups: CacheLookups;
+  /** ETags the upstream gave per shared scope: an expired entry another URL's answer confirms is not asked for again. */
+  private readonly validations = new ResourceValidations();
 
   constructor(private readonly deps: ReadThroughDeps) {
     this.lookups = new CacheLookups(deps);
@@ -82,19 +86,36 @@ export class ReadThrough {
     return this.lookups.memory(key);
   }
 
-  async read(
+  /**
+   * Not async: a Redis-tier hit is the second-hottest path, and each async frame it crosses costs
+   * a promise and a microtask hop; a hit in Redis resolves straight from the lookup's promise.
+   */
+  read(
     route: RouteSpec,
     request: CanonicalRequest,
     first: Lookup = this.lookup(this.keyFor(route, request)),
     context: ReadContext = {},
   ): Promise<ReadResult> {
     const { key } = first;
-    let decision = first.decision;
-    if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
-    if (!first.entry) {
-      const shared = await this.lookups.shared(key);
-      if (shared) decision = shared.decision;
+    if (first.decision.action === 'fresh') return Promise.resolve({ cacheStatus: 'HIT', entry: first.decision.entry });
+    if (first.entry) return this.afterLookup(key, route, request, first.decision, context);
+    return this.lookups.shared(key).then((shared) => {
+      const decision = shared ? shared.decision : first.decision;
       if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
+      return this.afterLookup(key, route, request, decision, context);
+    });
+  }
+
+  /**
+   * What an entry that is not fresh (or no entry) comes to: confirmed, served stale, or fetched.
+   * Async so that anything thrown becomes the caller's rejection, never a throw into node:http.
+   */
+  private async afterLookup(key: string, route: RouteSpec, request: CanonicalRequest, decision: Decision, context: ReadContext): Promise<ReadResult> {
+    if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
+    const refresh = decision.action === 'serve-stale-and-refresh' ? decision.refresh : decision;
+    if (refresh.action === 'revalidate') {
+      const confirmed = this.confirmedByScope(key, route, request, refresh);
+      if (confirmed) return confirmed;
     }
     if (decision.action === 'serve-stale-and-refresh') {
       this.refreshOnce(key, route, request, decision.refresh, context).catch(() => undefined); // the refresh's failure is the next request's concern
@@ -103,6 +124,28 @@ export class ReadThrough {
     }
     if (decision.action === 'refetch' && decision.purged) this.deps.telemetry.reorgPurged();
     return this.refreshOnce(key, route, request, decision, context);
+  }
+
+  /**
+   * The entry confirmed without asking the upstream: since it was validated, the upstream gave its
+   * very ETag for another URL of the same scope (etag-scope.ts) under the tip that is current now,
+   * so a revalidation would be answered 304. Stamped with that answer's chain and time, as a 304
+   * of its own would be; undefined unless that makes it fresh.
+   */
+  private confirmedByScope(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh & { action: 'revalidate' }): ReadResult | undefined {
+    const scope = etagScope(route, request);
+    const asked = scope === undefined ? undefined : this.validations.confirmedAt(scope, refresh.etag);
+    if (!asked || asked.at < refresh.entry.validatedAt) return undefined;
+    const confirmed = confirm(refresh.entry, { freshness: route.freshness, facts: request.facts, asked });
+    if (evaluate(confirmed, this.deps.clock(), this.deps.chain(), this.deps.ttl) !== 'fresh') return undefined;
+    void this.deps.store.set(key, confirmed);
+    return { cacheStatus: 'HIT', entry: confirmed };
+  }
+
+  /** What the upstream said about a scope's ETag: 200, 404 and 304 answers alike. */
+  private learn(route: RouteSpec, request: CanonicalRequest, etag: string | undefined, asked: Snapshot): void {
+    const scope = etagScope(route, request);
+    if (scope !== undefined && etag !== undefined) this.validations.record(scope, etag, asked);
   }
 
   /** Requests that join a flight share its upstream request, and so its request id. */
@@ -146,9 +189,12 @@ export class ReadThrough {
     // The answer is stamped with the chain and time from before it was asked for: a block that
     // lands meanwhile must make it stale, not make it look current.
     const asked: Snapshot = { chain: this.deps.chain(), at: this.deps.clock() };
-    const answerFacts = { freshness: route.freshness, facts: request.facts, asked, finalTxHeight: await this.finalTxHeight(request) };
+    // Only tx/events by tx id has a finality probe to wait for; other misses go out at once.
+    const finalTxHeight = request.facts.eventsOfTx ? await this.finalTxHeight(request.facts.eventsOfTx) : undefined;
+    const answerFacts = { freshness: route.freshness, facts: request.facts, asked, finalTxHeight };
     const fallback = fallbackOf(refresh);
-    const admitted = new WeakMap<UpstreamResponse, Admission>();
+    // The admission of the last answer `validate` accepted: the answer get() returns, when it returns one.
+    let admitted: { answer: UpstreamResponse; admission: Admission } | undefined;
     const started = this.deps.clock();
     let response: UpstreamResponse;
     try {
@@ -161,7 +207,7 @@ export class ReadThrough {
         validate: (answer) => {
           const admission = admit({ ...answerFacts, response: answer });
           if (admission.kind === 'failure') throw admission.error;
-          admitted.set(answer, admission);
+          admitted = { answer, admission };
         },
       });
     } catch (error) {
@@ -179,14 +225,16 @@ export class ReadThrough {
       const notModified = response.status === 304;
       this.deps.telemetry.revalidated(notModified ? 'not_modified' : 'modified');
       if (notModified) {
+        this.learn(route, request, refresh.etag, asked);
         const confirmed = confirm(refresh.entry, answerFacts);
         await this.write(key, confirmed, mustLand);
         return { cacheStatus: 'REVALIDATED', entry: confirmed, upstreamSeconds };
       }
     }
-    const admission = admitted.get(response) ?? admit({ ...answerFacts, response });
+    const admission = admitted?.answer === response ? admitted.admission : admit({ ...answerFacts, response });
     if (admission.kind === 'failure') throw admission.error;
     if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
+    this.learn(route, request, admission.entry.upstreamEtag, asked);
     await this.write(key, admission.entry, mustLand);
     return { cacheStatus: 'MISS', entry: admission.entry, upstreamSeconds };
   }
@@ -198,9 +246,7 @@ export class ReadThrough {
   }
 
   /** tx/events by tx id is final when the cache already holds that transaction as final. */
-  private async finalTxHeight(request: CanonicalRequest): Promise<number | undefined> {
-    const txId = request.facts.eventsOfTx;
-    if (!txId) return undefined;
+  private async finalTxHeight(txId: string): Promise<number | undefined> {
     const found = await this.deps.store.get(transactionKey(this.deps.keyPrefix, txId, ''));
     if (found?.entry.cls !== 'final') return undefined;
     // A final entry a reorg made suspect says nothing any more.

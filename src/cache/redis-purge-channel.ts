@@ -24,7 +24,7 @@ export class RedisPurgeChannel {
 
   constructor(private readonly options: PurgeChannelOptions) {
     const telemetry = options.telemetry ?? noopTelemetry;
-    this.subscriber = createRedisClient(options.url, options.commandTimeoutMs);
+    this.subscriber = createRedisClient({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, autoPipelining: false });
     // Commands do not queue while disconnected, so subscribing waits for each (re)connection;
     // SUBSCRIBE to a channel already subscribed changes nothing.
     this.subscriber.on('ready', () => {

@@ -7,7 +7,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { windowIndex, type Budget, type Charge } from '../limits/budget.js';
-import { createRedisClient } from './redis-store.js';
+import { createRedisClient, type RedisClientOptions } from './redis-store.js';
 
 // KEYS[1]: the client's counter for this window. ARGV: cost, limit, key lifetime (ms).
 // Returns {allowed (1/0), used}. A charge that would go over the limit takes nothing.
@@ -25,9 +25,7 @@ const KEY_SLACK_MS = 5_000;
 
 type TakeCommand = (key: string, cost: number, limit: number, ttlMs: number) => Promise<[number, number]>;
 
-export interface RedisBudgetOptions {
-  url: string;
-  commandTimeoutMs: number;
+export interface RedisBudgetOptions extends RedisClientOptions {
   keyPrefix: string;
   windowMs: number;
 }
@@ -37,7 +35,7 @@ export class RedisBudget implements Budget {
   private readonly takeCommand: TakeCommand;
 
   constructor(private readonly options: RedisBudgetOptions) {
-    this.client = createRedisClient(options.url, options.commandTimeoutMs);
+    this.client = createRedisClient(options);
     // Its failures are reported per request by the limiter (fail open); without a listener
     // ioredis would print every reconnect failure.
     this.client.on('error', () => undefined);

@@ -38,18 +38,26 @@ export class TieredStore {
    * The shared tier alone, for a caller that already looked in memory. An entry found there
    * is copied to memory; `failed`: the shared tier did not answer (the caller counts it).
    */
-  async getShared(key: string): Promise<CacheEntry | undefined | 'failed'> {
-    if (!this.shared) return undefined;
-    try {
-      const entry = await this.shared.get(key);
-      if (!entry) return undefined;
-      this.memory.put(key, entry, this.retention(entry));
-      return entry;
-    } catch (error) {
+  getShared(key: string): Promise<CacheEntry | undefined | 'failed'> {
+    const shared = this.shared;
+    if (!shared) return Promise.resolve(undefined);
+    const failed = (error: unknown): 'failed' => {
       this.telemetry.storeError('redis', 'get', error);
       return 'failed';
+    };
+    // One promise step, no async frame: this is the Redis-tier hit path.
+    let reading: Promise<CacheEntry | undefined>;
+    try {
+      reading = shared.get(key);
+    } catch (error) {
+      return Promise.resolve(failed(error));
     }
+    return reading.then((entry) => {
+      if (entry) this.memory.put(key, entry, this.retention(entry));
+      return entry;
+    }, failed);
   }
+
 
   /**
    * Writes memory at once and the shared tier in the background: a slow Redis never delays an

@@ -57,19 +57,20 @@ async function openMemoryStore(): Promise<Subject> {
   return { store, problems, elapse: (ms) => (now += ms) };
 }
 
-async function openRedisStore(): Promise<Subject> {
+async function openRedisStore(autoPipelining: boolean): Promise<Subject> {
   const problems: string[] = [];
   let ready!: () => void;
   const connected = new Promise<void>((resolve) => (ready = resolve));
   // Commands are refused while disconnected (no offline queue): wait until the client is ready.
-  const store = new RedisStore({ url: redis.url, commandTimeoutMs: 2_000, telemetry: telemetry(problems, (up) => up && ready()) });
+  const store = new RedisStore({ url: redis.url, commandTimeoutMs: 2_000, autoPipelining, telemetry: telemetry(problems, (up) => up && ready()) });
   await connected;
   return { store, problems, elapse: () => undefined };
 }
 
 const STORES: Array<{ name: string; tier: Tier; open: () => Promise<Subject> }> = [
   { name: 'MemoryStore', tier: 'memory', open: openMemoryStore },
-  { name: 'RedisStore', tier: 'redis', open: openRedisStore },
+  { name: 'RedisStore', tier: 'redis', open: () => openRedisStore(true) },
+  { name: 'RedisStore without auto-pipelining', tier: 'redis', open: () => openRedisStore(false) },
 ];
 
 /** Every optional field set, a body that is not UTF-8. */

@@ -95,6 +95,26 @@ describe('MemoryStore', () => {
     expect(s.peek('edge')).toBeDefined();
   });
 
+  // The Redis tier's memory tier is small (cache.memory.maxBytesWithRedis) while maxEntryBytes is
+  // not: lru-cache, handed such an entry, evicted every other entry and then the new one, and
+  // left its byte count negative (the tier then held more than its bound).
+  it('does not keep an entry larger than its whole budget, evicts nothing for it and keeps its byte count', async () => {
+    const evicted = vi.fn();
+    const s = store(3 * UNIT, { maxEntryBytes: 100 * UNIT, onEviction: evicted });
+    await s.set('a', sized('a', UNIT), null);
+    await s.set('b', sized('b', UNIT), null);
+    await s.set('huge', sized('huge', 3 * UNIT + 1), null);
+    expect(s.peek('huge')).toBeUndefined();
+    expect(s.peek('a')).toBeDefined();
+    expect(s.peek('b')).toBeDefined();
+    expect(evicted).not.toHaveBeenCalled();
+    expect(s.byteCount).toBe(2 * UNIT);
+    await s.set('whole', sized('whole', 3 * UNIT), null);
+    expect(s.peek('whole')).toBeDefined();
+    expect(s.entryCount).toBe(1);
+    expect(s.byteCount).toBe(3 * UNIT);
+  });
+
   it('drops the old value when a key is overwritten with a too-large one', async () => {
     const s = store(10 * UNIT, { maxEntryBytes: 2 * UNIT });
     await s.set('k', sized('k', UNIT), null);
