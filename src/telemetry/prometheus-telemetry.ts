@@ -7,6 +7,7 @@ import { systemClock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { buildInfo, type BuildInfo } from './build-info.js';
 import { METRICS, REDIS_METRICS } from './catalogue.js';
+import { foldedCounter } from './folded.js';
 import { labelChildren } from './label-children.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
@@ -24,6 +25,14 @@ export interface TelemetryOptions {
   now?: () => number;
   /** Defaults to package.json's version and the running Node. */
   build?: BuildInfo;
+  /** The access log (config accessLog); by default every request logs a line. */
+  accessLog?: AccessLogSettings;
+}
+
+export interface AccessLogSettings {
+  enabled: boolean;
+  /** One line per this many HIT answers; 1 logs every hit. */
+  hitsEvery: number;
 }
 
 /** What the composition root holds: the events, plus the registry and its state sources. */
@@ -64,6 +73,8 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private redisWasUp: boolean | undefined;
   private tipPollFailing = false;
   private rateLimitFailing = false;
+  private readonly accessLog: AccessLogSettings;
+  private hitsSinceLine = 0;
 
   private readonly requests;
   private readonly requestDurations;
@@ -80,6 +91,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   constructor(options: TelemetryOptions) {
     this.logger = options.logger;
     this.now = options.now ?? systemClock;
+    this.accessLog = options.accessLog ?? { enabled: true, hitsEvery: 1 };
     this.tipChangedAt = this.now();
     const readState = () => this.state.read();
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -93,19 +105,18 @@ class PrometheusTelemetry implements ProxyTelemetry {
       this.logger.debug({ err: messageOf(error) }, 'telemetry state source failed'),
     );
 
-    this.requests = labelChildren((route: string, method: string, status: string, cache: string) =>
-      m.httpRequests.labels({ route, method, status, cache }),
-    );
-    this.requestDurations = labelChildren((route: string, cache: string) => m.httpDuration.labels({ route, cache }));
-    this.lookups = labelChildren((tier: string, cls: string, result: string) => m.cacheLookups.labels({ tier, class: cls, result }));
+    // The per-request ones are folded (folded.ts): a request adds to a cell, a scrape reads them.
+    this.requests = foldedCounter(m.httpRequests, ['route', 'method', 'status', 'cache']);
+    this.requestDurations = (route: string, cache: string) => m.httpDuration.cell(route, cache);
+    this.lookups = foldedCounter(m.cacheLookups, ['tier', 'class', 'result']);
     this.evictions = labelChildren((tier: string) => m.cacheEvictions.labels({ tier }));
     this.upstreamRequests = labelChildren((upstream: string, route: string, status: string) =>
       m.upstreamRequests.labels({ upstream, route, status }),
     );
-    this.upstreamDurations = labelChildren((upstream: string, route: string) => m.upstreamDuration.labels({ upstream, route }));
+    this.upstreamDurations = (upstream: string, route: string) => m.upstreamDuration.cell(upstream, route);
     this.upstreamErrors = labelChildren((upstream: string, kind: string) => m.upstreamErrors.labels({ upstream, kind }));
     this.upstreamRetries = labelChildren((route: string, reason: string) => m.upstreamRetries.labels({ route, reason }));
-    this.redisCommands = labelChildren((command: string) => m.redisCommandDuration.labels({ command }));
+    this.redisCommands = (command: string) => m.redisCommandDuration.cell(command);
     this.routeCounters = {
       overload: labelChildren((route: string) => m.overloadRejections.labels({ route })),
       joined: labelChildren((route: string) => m.singleflightJoined.labels({ route })),
@@ -113,7 +124,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
       stale: labelChildren((route: string, reason: string) => m.staleServed.labels({ route, reason })),
       revalidations: labelChildren((result: string) => m.revalidations.labels({ result })),
     };
-    this.rateLimitRequests = labelChildren((tier: string, result: string) => m.rateLimitRequests.labels({ tier, result }));
+    this.rateLimitRequests = foldedCounter(m.rateLimitRequests, ['tier', 'result']);
   }
 
   get contentType(): string {
@@ -134,9 +145,17 @@ class PrometheusTelemetry implements ProxyTelemetry {
   }
 
   requestServed(r: ServedRequest): void {
-    this.requests(r.route, r.method, String(r.status), r.cache).inc();
+    this.requests(r.route, r.method, String(r.status), r.cache).value++;
     this.requestDurations(r.route, r.cache).observe(r.seconds);
     if (r.upstreamError === 'overloaded') this.routeCounters.overload(r.route).inc();
+    if (!this.accessLog.enabled) return;
+    let sampled: number | undefined;
+    if (r.cache === 'HIT' && this.accessLog.hitsEvery > 1) {
+      // Hits are sampled: one line stands for `sampled` hits (the counters above count each).
+      if (++this.hitsSinceLine < this.accessLog.hitsEvery) return;
+      this.hitsSinceLine = 0;
+      sampled = this.accessLog.hitsEvery;
+    }
     this.logger.info({
       reqId: r.requestId,
       method: r.method,
@@ -147,11 +166,12 @@ class PrometheusTelemetry implements ProxyTelemetry {
       ms: toMs(r.seconds),
       upstreamMs: r.upstreamSeconds === undefined ? undefined : toMs(r.upstreamSeconds),
       upstreamError: r.upstreamError,
+      sampled,
     });
   }
 
   cacheLookup(tier: Tier, cls: string, result: LookupResult): void {
-    this.lookups(tier, cls, result).inc();
+    this.lookups(tier, cls, result).value++;
   }
 
   cacheEvicted(tier: Tier): void {
@@ -268,7 +288,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   }
 
   rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void {
-    this.rateLimitRequests(tier, result).inc();
+    this.rateLimitRequests(tier, result).value++;
   }
 
   // Like redis_up: a warning when the outage starts, not one per request while it lasts.

@@ -1,9 +1,10 @@
 /** Turns catalogue specs into prom-client metrics registered in one registry. */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { CounterSpec, GaugeSpec, HistogramSpec, MetricSpec } from './catalogue.js';
+import { FoldedHistogram } from './folded.js';
 
 type MetricOf<S> =
-  S extends CounterSpec<infer L> ? Counter<L> : S extends GaugeSpec<infer L> ? Gauge<L> : S extends HistogramSpec<infer L> ? Histogram<L> : never;
+  S extends CounterSpec<infer L> ? Counter<L> : S extends GaugeSpec<infer L> ? Gauge<L> : S extends HistogramSpec ? FoldedHistogram : never;
 
 export type Registered<Specs> = { [K in keyof Specs]: MetricOf<Specs[K]> };
 
@@ -21,7 +22,7 @@ export function registerAll<Specs extends Record<string, MetricSpec>>(
   return registered as Registered<Specs>;
 }
 
-function create(spec: MetricSpec, registry: Registry, readState: () => Promise<void>): Counter | Gauge | Histogram {
+function create(spec: MetricSpec, registry: Registry, readState: () => Promise<void>): Counter | Gauge | FoldedHistogram {
   const common = {
     name: spec.name,
     help: spec.help,
@@ -35,6 +36,7 @@ function create(spec: MetricSpec, registry: Registry, readState: () => Promise<v
     case 'gauge':
       return new Gauge(common);
     case 'histogram':
-      return new Histogram({ ...common, buckets: [...spec.buckets] });
+      // Histograms are observed per request: cells folded at scrape (folded.ts), not prom-client's.
+      return new FoldedHistogram(spec.name, spec.help, spec.labelNames, spec.buckets, registry);
   }
 }

@@ -59,6 +59,30 @@ describe('domain events', () => {
     expect(await sample(telemetry, 'stacks_proxy_overload_rejections_total')).toBeUndefined();
   });
 
+  it('with hitsEvery N, logs one hit in N (saying so) and every other answer, while the counters count each', async () => {
+    const { telemetry, lines } = telemetryWithLog({ accessLog: { enabled: true, hitsEvery: 3 } });
+    const hit = { method: 'GET', route: 'block', status: 200, cache: 'HIT', cls: 'final', seconds: 0.001 };
+    for (let i = 1; i <= 7; i++) telemetry.requestServed({ ...hit, requestId: `h${i}` });
+    telemetry.requestServed({ ...hit, requestId: 'm1', cache: 'MISS' });
+    telemetry.requestServed({ ...hit, requestId: 's1', cache: 'STALE' });
+    telemetry.requestServed({ ...hit, requestId: 'b1', cache: 'BYPASS', status: 400 });
+    expect(lines.map((l) => [l.reqId, l.sampled])).toEqual([
+      ['h3', 3],
+      ['h6', 3],
+      ['m1', undefined],
+      ['s1', undefined],
+      ['b1', undefined],
+    ]);
+    expect(await sample(telemetry, 'stacks_proxy_http_requests_total', { cache: 'HIT' })).toBe(7);
+  });
+
+  it('with the access log off, logs no request but still counts it', async () => {
+    const { telemetry, lines } = telemetryWithLog({ accessLog: { enabled: false, hitsEvery: 1 } });
+    telemetry.requestServed({ requestId: 'm', method: 'GET', route: 'block', status: 200, cache: 'MISS', seconds: 0.001 });
+    expect(lines).toEqual([]);
+    expect(await sample(telemetry, 'stacks_proxy_http_requests_total', { cache: 'MISS' })).toBe(1);
+  });
+
   it('requestServed counts an overload rejection when the upstream queues were full', async () => {
     const { telemetry, lines } = telemetryWithLog();
     telemetry.requestServed({ requestId: 'r', method: 'GET', route: 'tx', status: 503, cache: 'MISS', seconds: 0.001, upstreamError: 'overloaded' });
