@@ -26,7 +26,8 @@ import type { Passthrough } from './passthrough.js';
 import { createReadDispatcher } from './read-dispatch.js';
 import type { ReadHandlerDeps } from './read-handler.js';
 import { observeRequest, type RequestRecord } from './request-log.js';
-import { decideTarget } from './request-target.js';
+import { BoundedMemo } from './bounded-memo.js';
+import { decideTarget, type DecidedTarget, type TargetDecision } from './request-target.js';
 import { sendError } from './respond.js';
 
 export interface PipelineDeps extends ReadHandlerDeps {
@@ -41,6 +42,9 @@ export interface PipelineDeps extends ReadHandlerDeps {
   rateLimiter?: RateLimiter;
 }
 
+const TARGET_MEMO_ENTRIES = 4096;
+const TARGET_MEMO_KEY_LENGTH = 1024;
+
 const headerValue = (req: IncomingMessage, name: string): string | undefined => {
   const value = req.headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
@@ -51,44 +55,48 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
   const answerOwnEndpoint = createOwnEndpoints(deps, { details: false, metrics: deps.metricsOnPublicPort });
   const passthrough = deps.passthrough;
   const limiter = deps.rateLimiter;
+  // decideTarget is a pure function of the raw target, and clients repeat their URLs.
+  const targets = new BoundedMemo<TargetDecision>(TARGET_MEMO_ENTRIES, TARGET_MEMO_KEY_LENGTH);
 
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const target = decideTarget(req.url ?? '');
+    const target = targets.get(req.url ?? '', decideTarget);
     if (target.kind === 'refused') {
       const record = observeRequest(req, res, deps);
-      record.status = sendError(res, badUrl(target.path), 'NONE', record.headers);
+      record.answered(sendError(res, badUrl(target.path), 'NONE', record.headers));
       return;
     }
     // What the passthrough forwards is req.url: from here on it is the decided target.
     req.url = target.url;
     if (!limiter) {
-      route(req, res, target.path, target.query);
+      route(req, res, target);
       return;
     }
     // Rate limits (issue 9): own endpoints first, never limited; then the limiter's admission.
     if (answerOwnEndpoint(req, res, target.path)) return;
     const admission = limiter.admit(req.socket.remoteAddress, headerValue(req, 'x-forwarded-for'), headerValue(req, 'x-api-key'));
-    if (admission instanceof Promise) admission.then((admitted) => afterAdmission(req, res, target.path, target.query, admitted));
-    else afterAdmission(req, res, target.path, target.query, admission);
+    if (admission instanceof Promise) admission.then((admitted) => afterAdmission(req, res, target, admitted));
+    else afterAdmission(req, res, target, admission);
   };
 
-  function afterAdmission(req: IncomingMessage, res: ServerResponse, path: string, query: string, admission: Admission): void {
+  function afterAdmission(req: IncomingMessage, res: ServerResponse, target: DecidedTarget, admission: Admission): void {
     const { grant, refusal } = admission;
     if (!refusal) {
-      route(req, res, path, query, grant);
+      route(req, res, target, grant);
       return;
     }
     const record = observeRequest(req, res, deps, grant);
-    record.status = sendError(res, refusal, 'NONE', [...(refusal.headers ?? []), ...record.headers]);
+    record.answered(sendError(res, refusal, 'NONE', [...(refusal.headers ?? []), ...record.headers]));
   }
 
   /** Steps 1 to 4; `limit` is the request's rate-limit grant when limiting is on (own endpoints already tried). */
-  function route(req: IncomingMessage, res: ServerResponse, path: string, query: string, limit?: LimitGrant): void {
-    if (answerReadRoute(req, res, path, query, limit)) return;
+  function route(req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant): void {
+    const path = target.path;
+    if (answerReadRoute(req, res, target, limit)) return;
     if (!limit && answerOwnEndpoint(req, res, path)) return;
     const record = observeRequest(req, res, deps, limit);
     if (passthrough?.allows(path)) {
       record.cache = 'BYPASS';
+      record.reportOnFinish();
       // The passthrough copies the upstream's headers with setHeader; the request id and ratelimit-* join them.
       for (let i = 0; i < record.headers.length; i += 2) res.setHeader(record.headers[i] as string, record.headers[i + 1] as string);
       const forward = () => passthrough.forward(req, res, record.requestId);
@@ -97,7 +105,7 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
       else if (charge instanceof Promise) charge.then((refusal) => passOrRefuse(res, record, refusal, forward));
       else passOrRefuse(res, record, charge, forward);
     } else {
-      record.status = sendError(res, routeNotFound(req.method ?? 'GET', req.url ?? path), 'NONE', record.headers);
+      record.answered(sendError(res, routeNotFound(req.method ?? 'GET', req.url ?? path), 'NONE', record.headers));
     }
   }
 
@@ -109,6 +117,6 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
       return;
     }
     for (let i = 0; i < record.headers.length; i += 2) res.removeHeader(record.headers[i] as string);
-    record.status = sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]);
+    record.answered(sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]));
   }
 }

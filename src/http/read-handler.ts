@@ -6,14 +6,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteSpec } from '../routes/route-spec.js';
-import { validateRequest } from '../routes/validate.js';
+import { validateRequest, type CanonicalRequest } from '../routes/validate.js';
 import type { ReadThrough, ReadResult } from '../cache/read-through.js';
 import type { TxListReader } from '../cache/tx-list.js';
 import { UpstreamError } from '../upstream/errors.js';
-import { failureReply, internalError, type FailureReply } from '../errors.js';
+import { failureReply, internalError, type ErrorReply, type FailureReply } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
-import { sendError, sendHit, sendRedirect, sendResult } from './respond.js';
+import { sendError, sendRedirect, sendResult } from './respond.js';
 import type { RequestRecord } from './request-log.js';
 
 export interface ReadHandlerDeps {
@@ -24,43 +24,53 @@ export interface ReadHandlerDeps {
   now: Clock;
 }
 
-export type ReadHandler = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  params: Record<string, string>,
-  rawQuery: string,
-  record: RequestRecord,
-) => void;
+/**
+ * What a request URL comes to on one route before any cache or request state is consulted: the
+ * upstream's error, a redirect, or the canonical request with its cache key. A pure function of
+ * the URL, so the dispatcher memoizes it per URL.
+ */
+export type PreparedRead =
+  | { kind: 'error'; error: ErrorReply }
+  | { kind: 'redirect'; location: string }
+  | { kind: 'request'; request: CanonicalRequest; key: string | undefined };
+
+export interface ReadHandler {
+  prepare(params: Record<string, string>, rawQuery: string): PreparedRead;
+  serve(req: IncomingMessage, res: ServerResponse, prepared: PreparedRead, record: RequestRecord): void;
+}
 
 export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): ReadHandler {
   const now = deps.now;
-  return (req, res, params, rawQuery, record) => {
-    record.route = route.id;
+  const single = route.reader === 'single';
+  return { prepare, serve };
+
+  function prepare(params: Record<string, string>, rawQuery: string): PreparedRead {
     const outcome = validateRequest(route, params, rawQuery);
-    if (outcome.kind === 'error') {
+    if (outcome.kind !== 'request') return outcome;
+    return { kind: 'request', request: outcome.request, key: single ? deps.readThrough.keyFor(route, outcome.request) : undefined };
+  }
+
+  function serve(req: IncomingMessage, res: ServerResponse, prepared: PreparedRead, record: RequestRecord): void {
+    record.route = route.id;
+    if (prepared.kind === 'error') {
       record.cache = 'BYPASS';
-      record.status = sendError(res, outcome.error, 'BYPASS', record.headers);
+      record.answered(sendError(res, prepared.error, 'BYPASS', record.headers));
       return;
     }
-    if (outcome.kind === 'redirect') {
+    if (prepared.kind === 'redirect') {
       record.cache = 'BYPASS';
-      record.status = sendRedirect(res, outcome.location, record.headers);
+      record.answered(sendRedirect(res, prepared.location, record.headers));
       return;
     }
-    const request = outcome.request;
+    const { request, key } = prepared;
     let lookup: ReturnType<ReadThrough['lookup']> | undefined;
-    if (route.reader === 'single') {
-      lookup = deps.readThrough.lookup(deps.readThrough.keyFor(route, request));
+    if (key !== undefined) {
+      lookup = deps.readThrough.lookup(key);
       if (lookup.decision.action === 'fresh') {
         const hit = lookup.decision.entry;
         record.cache = 'HIT';
         record.cls = hit.cls;
-        if (req.headers['if-none-match'] === undefined) {
-          sendHit(res, hit, now(), record.headers);
-          record.status = hit.status;
-        } else {
-          record.status = sendResult(req, res, { cacheStatus: 'HIT', entry: hit }, now(), record.headers);
-        }
+        record.answered(sendResult(req, res, { cacheStatus: 'HIT', entry: hit }, now(), record.headers));
         return;
       }
     }
@@ -76,9 +86,9 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     else refuse(charge);
 
     function refuse(refusal: FailureReply): void {
-      record.status = sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]);
+      record.answered(sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]));
     }
-  };
+  }
 
   function answer(reading: Promise<ReadResult>, res: ServerResponse, req: IncomingMessage, record: RequestRecord): void {
     reading.then(
@@ -86,18 +96,18 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
         record.cache = result.cacheStatus;
         if (result.cacheStatus !== 'BYPASS') record.cls = result.entry.cls;
         record.upstreamSeconds = result.upstreamSeconds;
-        record.status = sendResult(req, res, result, now(), record.headers);
+        record.answered(sendResult(req, res, result, now(), record.headers));
       },
       (error: unknown) => {
         record.cache = 'MISS';
         if (!(error instanceof UpstreamError)) {
           deps.logger.error({ err: error, route: route.id }, 'unexpected error while reading');
-          record.status = sendError(res, internalError('proxy error'), 'MISS', record.headers);
+          record.answered(sendError(res, internalError('proxy error'), 'MISS', record.headers));
           return;
         }
         record.upstreamError = error.kind;
         const failure = failureReply(error.kind, error.retryAfterMs);
-        record.status = sendError(res, failure, 'MISS', [...failure.headers, ...record.headers]);
+        record.answered(sendError(res, failure, 'MISS', [...failure.headers, ...record.headers]));
       },
     );
   }

@@ -19,15 +19,17 @@
  * The query is kept byte for byte: the read routes validate it, the passthrough forwards it.
  */
 
+export interface DecidedTarget {
+  kind: 'target';
+  /** The decided path and query: what routing sees and what reaches the upstream. */
+  url: string;
+  path: string;
+  /** The query without its `?`; '' when there is none. */
+  query: string;
+}
+
 export type TargetDecision =
-  | {
-      kind: 'target';
-      /** The decided path and query: what routing sees and what reaches the upstream. */
-      url: string;
-      path: string;
-      /** The query without its `?`; '' when there is none. */
-      query: string;
-    }
+  | DecidedTarget
   | {
       kind: 'refused';
       /** The target's path as sent, for the error message. */
