@@ -72,7 +72,7 @@ function createStores(config: Config, telemetry: Telemetry, ttl: TtlSettings, cl
     telemetry,
   });
   const redis = config.redis.url
-    ? new RedisStore({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, telemetry })
+    ? new RedisStore({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, autoPipelining: config.redis.autoPipelining, telemetry })
     : undefined;
   const store = new TieredStore(memory, redis, (entry) => retentionMs(entry.cls, ttl), telemetry);
   return { store, redis };
@@ -144,7 +144,7 @@ function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, l
   }
   logger.info({ keys: config.apiKeys.length, budget: config.redis.url ? 'redis (shared)' : 'memory (per process)' }, 'rate limits on');
   const budget: Budget = config.redis.url
-    ? new RedisBudget({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, keyPrefix: config.cache.keyPrefix, windowMs: settings.windowMs })
+    ? new RedisBudget({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, autoPipelining: config.redis.autoPipelining, keyPrefix: config.cache.keyPrefix, windowMs: settings.windowMs })
     : new MemoryBudget(settings.windowMs);
   const limiter = new RateLimiter({
     settings,
@@ -166,6 +166,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     redis: Boolean(config.redis.url),
     defaultMetrics: options.defaultMetrics,
     now,
+    accessLog: config.accessLog,
   });
   const ttl: TtlSettings = config.cache.ttl;
   const { store, redis } = createStores(config, telemetry, ttl, now);

@@ -84,6 +84,13 @@ export const ConfigSchema = z
       .object({ onPublicPort: z.boolean().describe('Also serve /metrics on the public port (it is always on the admin listener)') })
       .strict(),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).describe('pino log level (LOG_LEVEL)'),
+    // Issue 10: a line per hit costs more CPU than the hit itself; metrics count every request anyway.
+    accessLog: z
+      .object({
+        enabled: z.boolean().describe('One access-log line per request at info (false: none; state changes are still logged)'),
+        hitsEvery: positiveInt.describe('Log one in this many cache hits (the line says "sampled"); every other answer logs a line. 1 logs every hit'),
+      })
+      .strict(),
     upstream: z
       .object({
         urls: z.array(upstreamUrl).min(1).describe('Upstream API base URLs, tried in order (UPSTREAM_URLS)'),
@@ -136,6 +143,7 @@ export const ConfigSchema = z
           .nullable()
           .describe('Shared cache tier (REDIS_URL); null uses memory only'),
         commandTimeoutMs: positiveInt.describe('A Redis command slower than this counts as a miss'),
+        autoPipelining: z.boolean().describe('ioredis auto-pipelining: commands issued in the same event-loop tick go out in one write'),
       })
       .strict(),
     cache: z
@@ -229,30 +237,40 @@ export function deepMerge(base: Json, override: Json): Json {
   return merged;
 }
 
-function readJson(path: string, readFile: (path: string) => string): Json {
+/** A JSON file's value; `label` names the file in errors ("config file", "API_KEYS_FILE"). */
+function readJsonFile(path: string, label: string, readFile: (path: string) => string, check: (value: unknown) => void = () => undefined): unknown {
   let text: string;
   try {
     text = readFile(path);
   } catch (error) {
-    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+    throw new ConfigError(`cannot read ${label} ${path}: ${(error as Error).message}`);
   }
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(text);
-    if (!isPlainObject(value)) throw new Error('top level must be an object');
-    return value;
+    value = JSON.parse(text);
+    check(value);
   } catch (error) {
-    throw new ConfigError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
+    throw new ConfigError(`${label} ${path} is not valid JSON: ${(error as Error).message}`);
   }
+  return value;
+}
+
+function readJson(path: string, readFile: (path: string) => string): Json {
+  return readJsonFile(path, 'config file', readFile, (value) => {
+    if (!isPlainObject(value)) throw new Error('top level must be an object');
+  }) as Json;
+}
+
+function integerFromEnv(name: string, text: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isInteger(value)) throw new ConfigError(`${name} must be an integer, got "${text}"`);
+  return value;
 }
 
 /** ADMIN_PORT, ADMIN_HOST and ADMIN_TOKEN (an empty token: the admin API is off). */
 function adminFromEnv(env: Record<string, string | undefined>): Json {
   const admin: Json = {};
-  if (env.ADMIN_PORT !== undefined) {
-    const port = Number(env.ADMIN_PORT);
-    if (env.ADMIN_PORT.trim() === '' || !Number.isInteger(port)) throw new ConfigError(`ADMIN_PORT must be an integer, got "${env.ADMIN_PORT}"`);
-    admin.port = port;
-  }
+  if (env.ADMIN_PORT !== undefined) admin.port = integerFromEnv('ADMIN_PORT', env.ADMIN_PORT);
   if (env.ADMIN_HOST !== undefined) admin.host = env.ADMIN_HOST;
   if (env.ADMIN_TOKEN !== undefined) admin.token = env.ADMIN_TOKEN.trim() === '' ? null : env.ADMIN_TOKEN.trim();
   return admin;
@@ -260,18 +278,7 @@ function adminFromEnv(env: Record<string, string | undefined>): Json {
 
 /** API_KEYS_FILE: a JSON array of {"name", "sha256", "limit"?}; its entries are checked with the rest. */
 function readApiKeys(path: string, readFile: (path: string) => string): unknown {
-  let text: string;
-  try {
-    text = readFile(path);
-  } catch (error) {
-    throw new ConfigError(`cannot read API_KEYS_FILE ${path}: ${(error as Error).message}`);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`API_KEYS_FILE ${path} is not valid JSON: ${(error as Error).message}`);
-  }
+  const value = readJsonFile(path, 'API_KEYS_FILE', readFile);
   if (!Array.isArray(value)) throw new ConfigError(`API_KEYS_FILE ${path} must hold a JSON array of {"name", "sha256", "limit"?}`);
   return value;
 }
@@ -280,11 +287,7 @@ function readApiKeys(path: string, readFile: (path: string) => string): unknown 
 function fromEnv(env: Record<string, string | undefined>): Json {
   const server: Json = {};
   const out: Json = {};
-  if (env.PORT !== undefined) {
-    const port = Number(env.PORT);
-    if (env.PORT.trim() === '' || !Number.isInteger(port)) throw new ConfigError(`PORT must be an integer, got "${env.PORT}"`);
-    server.port = port;
-  }
+  if (env.PORT !== undefined) server.port = integerFromEnv('PORT', env.PORT);
   if (env.HOST !== undefined) server.host = env.HOST;
   if (Object.keys(server).length > 0) out.server = server;
   const upstream: Json = {};
