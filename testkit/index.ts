@@ -24,4 +24,4 @@ export type { RecordedHeaders, Recording } from './fixtures.js';
 export { freePort } from './free-port.js';
 export { exited, isAnswering, isPortOpen, stopChild, waitFor, type WaitOptions } from './processes.js';
 export { testConfig, type TestConfigOptions } from './proxy-config.js';
-export { startRedis, type TestRedis } from './redis-server.js';
+export { startRedis, startRedisCluster, startRedisSentinel, type TestRedis, type TestRedisDeployment } from './redis-server.js';

@@ -2,7 +2,10 @@
  * Starts a throwaway `redis-server` on a random free port for a test suite, so Redis-backed
  * tests never depend on (or disturb) a Redis the machine may already run.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort } from './free-port.js';
 import { exited, isPortOpen, waitFor } from './processes.js';
 
@@ -50,4 +53,67 @@ export async function startRedis(): Promise<TestRedis> {
       await exited(child);
     },
   };
+}
+
+/** A Redis deployment of another mode (Cluster, Sentinel) for a test suite: its proxy URL and a stop. */
+export interface TestRedisDeployment {
+  /** `redis+cluster://…` or `redis+sentinel://…/mymaster`, as REDIS_URL takes it. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+function runCli(port: number, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('redis-cli', ['-p', String(port), ...args], (error, stdout) => (error ? reject(error) : resolve(stdout)));
+  });
+}
+
+function startServer(args: string[]): ChildProcess {
+  const child = spawn('redis-server', args, { stdio: 'ignore' });
+  child.on('error', (error) => {
+    throw new Error(`cannot start redis-server (is it installed?): ${error.message}`);
+  });
+  return child;
+}
+
+const stopAll = async (children: ChildProcess[]) => {
+  for (const child of children) {
+    child.kill('SIGTERM');
+    await exited(child);
+  }
+};
+
+/** A one-node Redis Cluster that holds every slot: a Cluster client routes, and pipelines per node, as with more. */
+export async function startRedisCluster(): Promise<TestRedisDeployment> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'scp-redis-cluster-'));
+  const child = startServer([
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning',
+    '--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1', '--cluster-config-file', join(dir, 'nodes.conf'), '--dir', dir,
+  ]);
+  await listening(port);
+  await runCli(port, ['CLUSTER', 'ADDSLOTSRANGE', '0', '16383']);
+  await waitFor(async () => (await runCli(port, ['CLUSTER', 'INFO'])).includes('cluster_state:ok'), {
+    timeoutMs: START_LIMIT_MS,
+    what: 'the one-node cluster to be ok',
+  });
+  return { url: `redis+cluster://127.0.0.1:${port}`, stop: () => stopAll([child]) };
+}
+
+/** A master and one Sentinel that monitors it as `mymaster`: a Sentinel client asks it where the master is. */
+export async function startRedisSentinel(): Promise<TestRedisDeployment> {
+  const masterPort = await freePort();
+  const master = startServer(['--port', String(masterPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning']);
+  await listening(masterPort);
+  const sentinelPort = await freePort();
+  // Sentinel rewrites its config file, so it gets one of its own.
+  const config = join(mkdtempSync(join(tmpdir(), 'scp-redis-sentinel-')), 'sentinel.conf');
+  writeFileSync(config, `port ${sentinelPort}\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 ${masterPort} 1\n`);
+  const sentinel = startServer([config, '--sentinel', '--loglevel', 'warning']);
+  await listening(sentinelPort);
+  await waitFor(async () => (await runCli(sentinelPort, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster'])).includes(String(masterPort)), {
+    timeoutMs: START_LIMIT_MS,
+    what: 'the sentinel to know its master',
+  });
+  return { url: `redis+sentinel://127.0.0.1:${sentinelPort}/mymaster`, stop: () => stopAll([sentinel, master]) };
 }

@@ -279,9 +279,11 @@ describe('more faults', () => {
     defer(() => redis.stop());
     const upstream = await upstreamFake();
     const proxy = await proxyFor([upstream], { redisUrl: redis.url, overrides: { cache: { sharedSingleFlight: { waitMs: 5_000 } } } });
-    // The key the proxy uses for this request, and a lock nobody will release.
+    // The key the proxy uses for this request, and a lock nobody will release. It lives long
+    // enough (1.5 s) to still be there when the request arrives on a loaded CI machine: a lock
+    // that expired first would be taken, not waited for, and the test would prove nothing.
     const key = routeKey('scp', 'block', '/extended/v2/blocks/8');
-    execFileSync('redis-cli', ['-p', String(redis.port), 'SET', `${key}:lock`, 'crashed-holder', 'PX', '300']);
+    execFileSync('redis-cli', ['-p', String(redis.port), 'SET', `${key}:lock`, 'crashed-holder', 'PX', '1500']);
     upstream.resetCounts();
     const response = await fetchRaw(`${proxy.url}/extended/v2/blocks/8`);
     expect(response.status).toBe(200);

@@ -343,6 +343,45 @@ describe('fake upstream simulating time', () => {
   });
 });
 
+describe('fake upstream with exact principal ETags', () => {
+  let up: FakeUpstream | undefined;
+  const fake = () => up as FakeUpstream;
+  beforeAll(async () => {
+    up = await startFakeUpstream({ principalEtags: 'exact' });
+  });
+  afterAll(async () => {
+    await up?.close();
+  });
+  const history = `/extended/v1/address/${RECORDED.principal}/transactions`;
+  const balance = `/extended/v1/address/${RECORDED.principal}/stx`;
+  const otherHistory = '/extended/v1/address/ST000000000000000000002AMW42H/transactions';
+
+  it('keeps a principal ETag across blocks and mempool changes that do not involve the principal', async () => {
+    const before = await Promise.all([history, balance, otherHistory].map((p) => etagOf(fake(), p)));
+    fake().advanceTip(2);
+    fake().setMempoolChanged();
+    expect(await Promise.all([history, balance, otherHistory].map((p) => etagOf(fake(), p)))).toEqual(before);
+  });
+
+  it('moves the principal_mempool ETag when the principal sends a pending tx, and both once it is mined', async () => {
+    const [historyBefore, balanceBefore, otherBefore] = await Promise.all([history, balance, otherHistory].map((p) => etagOf(fake(), p)));
+    const id = fake().addPendingTx(); // sent by RECORDED.principal
+    expect(await etagOf(fake(), history)).toBe(historyBefore);
+    const balancePending = await etagOf(fake(), balance);
+    expect(balancePending).not.toBe(balanceBefore);
+    fake().confirmTx(id);
+    expect(await etagOf(fake(), history)).not.toBe(historyBefore);
+    expect(await etagOf(fake(), balance)).not.toBe(balancePending);
+    expect(await etagOf(fake(), otherHistory)).toBe(otherBefore);
+  });
+
+  it('moves every principal ETag on a reorg', async () => {
+    const before = await etagOf(fake(), otherHistory);
+    fake().reorg(1);
+    expect(await etagOf(fake(), otherHistory)).not.toBe(before);
+  });
+});
+
 describe('fake upstream faults and counting', () => {
   const upstream = useFakeUpstream();
 

@@ -20,6 +20,8 @@ const BLOCK_INTERVAL_S = 5;
 /** Each mempool change moves `mempool_updated_at` on by 1 s: deterministic and always increasing. */
 const MEMPOOL_TICK_MICROS = 1_000_000;
 
+export type PrincipalEtags = 'every-block' | 'exact';
+
 export class FakeChain {
   private readonly canonical: ChainBlock[];
   private readonly orphaned: ChainBlock[] = [];
@@ -32,8 +34,18 @@ export class FakeChain {
   private seq = 0;
   /** How far ahead of the real tip GET /extended claims to be (a node with a wrong view). */
   private tipJump = 0;
+  /**
+   * `exact`: a principal's ETags move only when a transaction involving it is mined or enters the
+   * mempool (and on every reorg), as the upstream's do; `every-block` (the default): also on
+   * every new tip, more often than the upstream (see principalEtag).
+   */
+  private readonly principalEtags: PrincipalEtags;
+  /** Since the start, per principal: new txs involving it that were mined and that entered the mempool. */
+  private readonly activity = new Map<string, { mined: number; pending: number }>();
+  private reorgs = 0;
 
-  constructor() {
+  constructor(principalEtags: PrincipalEtags = 'every-block') {
+    this.principalEtags = principalEtags;
     const { blocks, txs } = recordedChain();
     this.canonical = blocks;
     this.txs = txs;
@@ -113,10 +125,26 @@ export class FakeChain {
    * recorded value while nothing has happened, so replays stay byte-for-byte, and afterwards derives
    * a new one from every new tip (and mempool change): more changes than upstream, never fewer.
    */
-  principalEtag(recorded: string, withMempool: boolean): string {
+  principalEtag(recorded: string, withMempool: boolean, principal: string): string {
+    if (this.principalEtags === 'exact') {
+      const { mined, pending } = this.activity.get(principal) ?? { mined: 0, pending: 0 };
+      const now = [mined, this.reorgs, ...(withMempool ? [pending] : [])];
+      return now.every((n) => n === 0) ? recorded : sha256Hex([recorded, ...now].join(':'));
+    }
     const now = [this.tipBlock().index_block_hash, ...(withMempool ? [this.mempoolEtag()] : [])];
     const initial = [this.initialTip, ...(withMempool ? [this.initialMempool] : [])];
     return now.join() === initial.join() ? recorded : sha256Hex([recorded, ...now].join(':'));
+  }
+
+  /** The principals a new transaction involves (sender and token-transfer recipient). */
+  private touch(body: TxBody, what: 'mined' | 'pending'): void {
+    const recipient = (body.token_transfer as { recipient_address?: unknown } | undefined)?.recipient_address;
+    for (const principal of new Set([body.sender_address, recipient])) {
+      if (typeof principal !== 'string') continue;
+      const counts = this.activity.get(principal) ?? { mined: 0, pending: 0 };
+      counts[what] += 1;
+      this.activity.set(principal, counts);
+    }
   }
 
   advance(blocks: number): void {
@@ -129,6 +157,7 @@ export class FakeChain {
     if (depth >= this.canonical.length) throw new RangeError(`reorg(${depth}) is deeper than the chain`);
     const orphans = this.canonical.splice(this.canonical.length - depth);
     for (const orphan of orphans) orphan.block.canonical = false;
+    this.reorgs += 1;
     this.orphaned.push(...orphans);
     // A fork usually re-mines the orphaned txs: they move to the new blocks (new block hash, new ETag).
     for (const orphan of orphans) this.appendBlock([...orphan.txIds]);
@@ -147,6 +176,7 @@ export class FakeChain {
       receipt_time_iso: isoTime(receiptTime),
     };
     this.txs.set(id, { body });
+    this.touch(body, 'pending');
     this.bumpMempool();
     return id;
   }
@@ -200,6 +230,7 @@ export class FakeChain {
         ? minedTokenTransfer(tx.body, block, parent)
         : Object.assign(tx.body, placement(block, parent), { parent_block_hash: block.parent_block_hash });
     tx.blockIndexHash = block.index_block_hash;
+    this.touch(tx.body, 'mined');
   }
 
   /** Deterministic per fake instance, unique across blocks, txs and reorgs. */

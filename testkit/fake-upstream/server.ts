@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { splitUrl } from '../fixtures.js';
-import { FakeChain } from './chain.js';
+import { FakeChain, type PrincipalEtags } from './chain.js';
 import { dispatch } from './dispatch.js';
 import { fail, FaultPlan, isWrongResource, matches, refuseUpgrade } from './faults.js';
 import { crashed, send } from './respond.js';
@@ -22,7 +22,7 @@ export class FakeUpstreamServer implements FakeUpstream {
   url = '';
   port = 0;
   readonly requests: RecordedRequest[] = [];
-  private readonly chain = new FakeChain();
+  private readonly chain: FakeChain;
   private readonly faults = new FaultPlan();
   private readonly server = createServer((req, res) => this.onRequest(req, res));
   private readonly wss = new WebSocketServer({ noServer: true });
@@ -33,7 +33,8 @@ export class FakeUpstreamServer implements FakeUpstream {
   private inFlight = 0;
   peakInFlight = 0;
 
-  constructor() {
+  constructor(principalEtags?: PrincipalEtags) {
+    this.chain = new FakeChain(principalEtags);
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));

@@ -2,6 +2,13 @@
 export interface FakeUpstreamOptions {
   /** 0 or absent: a random free port. */
   port?: number;
+  /**
+   * How principal ETags (the address routes') move. `every-block` (the default): with every new
+   * tip and mempool change, more often than the upstream's, so tests see revalidations answered
+   * in full. `exact`: as the upstream's, only when a transaction involving that principal (as
+   * sender or token-transfer recipient) is mined or enters the mempool, and on a reorg.
+   */
+  principalEtags?: 'every-block' | 'exact';
 }
 
 export interface RecordedRequest {
