@@ -1,11 +1,18 @@
 /**
  * Baseline: a bare node:http server answering the same bytes from a Map (the ceiling for Node
- * on this machine). BODY is the body, base64; PORT and HOST as for the proxy.
+ * on this machine). BODY is the body, base64; PORT and HOST as for the proxy. HEADERS, when set,
+ * is a JSON array of [name, value] pairs sent instead of the two minimal ones: the memory-hit
+ * scenario passes the whole head of one of the proxy's hits, so that baseline writes the same
+ * response bytes a hit does and the ratio shows the proxy's own work, not the headers the
+ * upstream's answer requires (ETag, Cache-Control, CORS, X-API-Version, ...).
  */
 import { createServer } from 'node:http';
 
 const body = Buffer.from(process.env.BODY ?? '', 'base64');
 const answers = new Map<string, Buffer>([['/x', body]]);
+const headers: string[] = process.env.HEADERS
+  ? (JSON.parse(process.env.HEADERS) as Array<[string, string]>).flat()
+  : ['content-type', 'application/json; charset=utf-8', 'content-length', String(body.length)];
 
 createServer((req, res) => {
   const found = answers.get(req.url === '/health' ? '/x' : (req.url ?? ''));
@@ -13,6 +20,6 @@ createServer((req, res) => {
     res.writeHead(404).end();
     return;
   }
-  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': found.length });
+  res.writeHead(200, headers);
   res.end(found);
 }).listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');

@@ -1,13 +1,19 @@
 /**
  * Baseline for the Redis tier: a bare node:http server doing one ioredis `getBuffer` per
- * request (auto-pipelining on, as the issue suggests for the proxy) and writing the bytes.
- * REDIS_URL, KEY (holding the body), PORT and HOST.
+ * request and writing the bytes. REDIS_URL, KEY (holding the body), PORT, HOST, and
+ * AUTO_PIPELINING (`0`: off; on otherwise, as the proxy's default) so the bench can compare the
+ * proxy with the plain one-GET-per-request server the issue names as well as the pipelined one.
+ * HEADERS, when set, is a JSON array of [name, value] pairs written instead of the two minimal
+ * ones (with content-length from the body): the whole head a hit carries (see map-server.ts).
  */
 import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 
-const redis = new Redis(process.env.REDIS_URL ?? '', { enableAutoPipelining: true });
+const redis = new Redis(process.env.REDIS_URL ?? '', { enableAutoPipelining: process.env.AUTO_PIPELINING !== '0' });
 const key = process.env.KEY ?? 'bench:body';
+const fixedHeaders: string[] | undefined = process.env.HEADERS
+  ? (JSON.parse(process.env.HEADERS) as Array<[string, string]>).filter(([name]) => name !== 'content-length').flat()
+  : undefined;
 
 createServer((req, res) => {
   redis.getBuffer(key).then(
@@ -16,7 +22,8 @@ createServer((req, res) => {
         res.writeHead(404).end();
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
+      if (fixedHeaders) res.writeHead(200, [...fixedHeaders, 'content-length', String(body.length)]);
+      else res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
       res.end(body);
     },
     () => res.writeHead(503).end(),

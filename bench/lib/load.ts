@@ -32,11 +32,49 @@ export interface Target {
   pids?: number[];
   /** autocannon request list (paths, or setupRequest for distinct keys). */
   requests?: autocannon.Request[];
+  /**
+   * An offered rate (requests/s, autocannon's overallRate) instead of a closed loop. autocannon
+   * paces each connection per second: a connection sends its share of the second's requests
+   * back to back, then waits for the next second. With `connections` chosen so that a
+   * connection's share takes most of a second, requests go out steadily, not in bursts.
+   */
+  rate?: number;
+  /** Connections for this target, instead of its share of the run's connections. */
+  connections?: number;
+  /**
+   * Latency percentiles from every response's own duration (autocannon's per-response event,
+   * sub-millisecond) instead of autocannon's histogram, which keeps whole milliseconds and, at
+   * a fixed rate, adds coordinated-omission samples at 1 ms intervals that drag its p50 down.
+   */
+  exactLatency?: boolean;
 }
 
-async function cannon(target: Target, connections: number, seconds: number): Promise<autocannon.Result> {
-  return autocannon({ url: target.url, connections, duration: seconds, requests: target.requests });
+interface Cannonade {
+  result: autocannon.Result;
+  /** Sorted response durations (ms), when the target asked for exact latency. */
+  latencies?: number[];
 }
+
+async function cannon(target: Target, connections: number, seconds: number): Promise<Cannonade> {
+  const latencies: number[] | undefined = target.exactLatency ? [] : undefined;
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: target.url,
+        connections: target.connections ?? connections,
+        duration: seconds,
+        requests: target.requests,
+        ...(target.rate ? { overallRate: target.rate } : {}),
+      },
+      (error, done) => (error ? reject(error as Error) : resolve(done)),
+    );
+    if (latencies) instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
+  });
+  return { result, latencies: latencies?.sort((a, b) => a - b) };
+}
+
+/** The value below which `share` of the sorted values lie, to 0.01 ms. */
+const percentile = (sorted: number[], share: number): number => Math.round((sorted[Math.floor(share * (sorted.length - 1))] ?? 0) * 100) / 100;
 
 /** One measured run (after a short warm-up: connections set up, code optimised) against one or several targets at once. */
 export async function runLoad(targets: Target[], options: BenchOptions): Promise<Run> {
@@ -44,15 +82,18 @@ export async function runLoad(targets: Target[], options: BenchOptions): Promise
   await Promise.all(targets.map((t) => cannon(t, share, warmUpSeconds(options))));
   const pids = targets.flatMap((t) => t.pids ?? []);
   const before = pids.map(cpuSeconds);
-  let results = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
+  let runs = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
   // Seen once in a while: autocannon ends a run without sending anything (no errors either); run it again.
-  if (results.some((r) => r.requests.total === 0)) results = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
+  if (runs.some((r) => r.result.requests.total === 0)) runs = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
   const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - (before[i] ?? 0), 0);
+  const results = runs.map((r) => r.result);
   const requests = results.reduce((sum, r) => sum + r.requests.total, 0);
+  const latencyAt = (share: number, histogram: (r: autocannon.Result) => number): number =>
+    Math.max(...runs.map((r) => (r.latencies?.length ? percentile(r.latencies, share) : histogram(r.result))));
   return {
     requestsPerSecond: Math.round(results.reduce((sum, r) => sum + r.requests.average, 0)),
-    p50Ms: Math.max(...results.map((r) => r.latency.p50)),
-    p99Ms: Math.max(...results.map((r) => r.latency.p99)),
+    p50Ms: latencyAt(0.5, (r) => r.latency.p50),
+    p99Ms: latencyAt(0.99, (r) => r.latency.p99),
     errors: results.reduce((sum, r) => sum + r.errors + r.timeouts, 0),
     non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
     requests,

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/paths.js';
-import { freePort, isAnswering, waitFor } from '../../testkit/index.js';
+import { exited, freePort, isAnswering, waitFor } from '../../testkit/index.js';
 
 export const ROOT = projectRoot();
 export const HAS_TASKSET = spawnSync('taskset', ['-V']).status === 0;
@@ -75,4 +75,19 @@ export async function startProxy(options: ProxyOptions): Promise<Server & { admi
   }
   const server = await startNodeServer('src/main.js', env, '/health', options.cpu ?? 0);
   return { ...server, adminUrl: `http://127.0.0.1:${adminPort}` };
+}
+
+/**
+ * Runs `node [flags] <script>` (a file under dist/) to completion, on `cpu` when taskset is
+ * there, and returns the JSON line it prints: the bench's in-process measurements.
+ */
+export async function runJsonChild<T>(script: string, options: { flags?: string[]; env?: Record<string, string>; cpu?: number } = {}): Promise<T> {
+  const args = [process.execPath, ...(options.flags ?? []), join(ROOT, 'dist', script)];
+  const [command, rest] =
+    HAS_TASKSET && options.cpu !== undefined ? ['taskset', ['-c', String(options.cpu), ...args]] : [args[0] as string, args.slice(1)];
+  const child = spawn(command, rest, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  await exited(child);
+  return JSON.parse(out) as T;
 }

@@ -15,3 +15,11 @@ export interface Context {
 
 /** A config turning rate limiting on with limits no benchmark run can reach. */
 export const RATE_LIMITED = { rateLimit: { enabled: true, windowMs: 60_000, anonymous: { limit: 1_000_000_000 }, keyed: { limit: 1_000_000_000 } } };
+
+/** The head of one of the proxy's hits, as [name, value] pairs, without what node:http adds itself. */
+export async function hitHead(url: string): Promise<Array<[string, string]>> {
+  const response = await fetch(url);
+  await response.arrayBuffer();
+  const added = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
+  return [...response.headers].filter(([name]) => !added.has(name));
+}

@@ -1,13 +1,16 @@
 /**
- * Scenario 5: distinct cached URLs through the memory tier, up to 1,000,000 or the time budget,
- * whichever comes first: the existing memory flood (bench/memory-flood.ts) run as a child, its
- * summary read back. RSS and the tier's own byte count against cache.memory.maxBytes.
+ * Scenario 5: distinct cached URLs through the memory tier. Two measurements:
+ * - one million entries put into a MemoryStore in a child process (bench/memory-fill.ts), with a
+ *   256 MiB bound, once with Node's default heap sizing and once with the heap sized for the
+ *   bound: RSS and the tier's own byte count against cache.memory.maxBytes;
+ * - through HTTP, up to 1,000,000 distinct URLs or the time budget, whichever comes first: the
+ *   memory flood (bench/memory-flood.ts) run as a child, its summary read back.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { exited } from '../../testkit/index.js';
-import { ROOT } from '../lib/proc.js';
+import { ROOT, runJsonChild } from '../lib/proc.js';
 import type { Section } from '../lib/report.js';
 import type { Context } from './context.js';
 
@@ -25,8 +28,35 @@ interface FloodSummary {
   samples: Array<{ tierEntries: number }>;
 }
 
+interface FillSummary {
+  entries: number;
+  maxBytesMiB: number;
+  heldEntries: number;
+  tierMiB: number;
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+  heapUsedMiB: number;
+  rssGrowthPerBound: number;
+  seconds: number;
+}
+
+const FILL_BOUND_MIB = 256;
+/** The heap sized for the bound: old space twice the tier, a small young generation. */
+const SIZED_FLAGS = [`--max-old-space-size=${2 * FILL_BOUND_MIB}`, '--max-semi-space-size=4'];
+
+function fill(entries: number, flags: string[]): Promise<FillSummary> {
+  return runJsonChild<FillSummary>('bench/memory-fill.js', { flags: ['--expose-gc', ...flags], env: { ENTRIES: String(entries), MAX_BYTES: String(FILL_BOUND_MIB * 2 ** 20) } });
+}
+
+const fillNote = (f: FillSummary): string =>
+  `${f.entries.toLocaleString('en-US')} entries put, ${f.heldEntries.toLocaleString('en-US')} held; tier counted ${f.tierMiB} MiB, heap used ${f.heapUsedMiB} MiB; RSS ${f.rssBeforeMiB} -> ${f.rssAfterMiB} MiB (growth ${f.rssGrowthPerBound}x bound); ${f.seconds} s`;
+
 export async function memoryMillion({ options }: Context): Promise<Section> {
-  const seconds = options.quick ? 4 : 45;
+  const fillEntries = options.quick ? 100_000 : TARGET;
+  process.stderr.write(`bench: memory fill: ${fillEntries.toLocaleString('en-US')} entries in a ${FILL_BOUND_MIB} MiB tier, default and sized heap\n`);
+  const defaultHeap = await fill(fillEntries, []);
+  const sizedHeap = await fill(fillEntries, SIZED_FLAGS);
+  const seconds = options.quick ? 2 : 20;
   process.stderr.write(`bench: memory flood: up to ${TARGET.toLocaleString('en-US')} distinct URLs or ${seconds} s\n`);
   const summaryFile = join(ROOT, 'bench/results/memory-flood.json');
   rmSync(summaryFile, { force: true }); // a failed flood must not report an earlier run's figures
@@ -41,6 +71,8 @@ export async function memoryMillion({ options }: Context): Promise<Section> {
   return {
     id: 'memoryMillion',
     rows: [
+      { scenario: '5 memory', name: `in-process fill, ${FILL_BOUND_MIB} MiB bound, Node's default heap sizing`, note: fillNote(defaultHeap) },
+      { scenario: '5 memory', name: `in-process fill, ${FILL_BOUND_MIB} MiB bound, ${SIZED_FLAGS.join(' ')}`, note: fillNote(sizedHeap) },
       {
         scenario: '5 memory',
         name: `distinct small answers, memory tier bound ${flood.maxBytesMiB} MiB`,
@@ -48,9 +80,10 @@ export async function memoryMillion({ options }: Context): Promise<Section> {
       },
     ],
     findings: [
+      `Memory, ${fillEntries.toLocaleString('en-US')} distinct entries into a ${FILL_BOUND_MIB} MiB tier: the tier counted ${defaultHeap.tierMiB} MiB of its ${FILL_BOUND_MIB} MiB bound (live heap ${defaultHeap.heapUsedMiB} MiB), RSS grows ${defaultHeap.rssGrowthPerBound}x the bound with Node's default heap sizing (V8 lets garbage of evicted entries pile up before collecting it, and the allocators keep the pages) and ${sizedHeap.rssGrowthPerBound}x with ${SIZED_FLAGS.join(' ')}.`,
       `Memory: ${reached} distinct URLs sent (${flood.serverErrors} 5xx); the tier's own count peaked at ${flood.peakTierMiB} MiB of a ${flood.maxBytesMiB} MiB bound, ` +
         `RSS grew ${flood.idleRssMiB} -> ${flood.peakRssMiB} MiB, ${flood.growthPerMaxBytes}x the bound. Every URL is a miss through the fake upstream, so the fill rate, not the tier, limits how many fit in the budget.`,
     ],
-    data: { flood: { ...flood, samples: undefined }, entries },
+    data: { fill: { defaultHeap, sizedHeap, flags: SIZED_FLAGS }, flood: { ...flood, samples: undefined }, entries },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Scenario 2: a Redis-tier hit (the memory tier refuses the entry: maxEntryBytes below the body
- * size) against a bare node:http server doing one ioredis getBuffer per request; and the same hit
- * with rate limiting on a Redis budget (one EVALSHA more per request).
+ * size) against a bare node:http server doing one ioredis getBuffer per request, with ioredis
+ * auto-pipelining on (the baseline the ratios use) and off (the plain one GET per request the
+ * issue names); and the same hit with rate limiting on a Redis budget (one EVALSHA more per request).
  */
 import { Redis } from 'ioredis';
 import { startRedis, stopChild } from '../../testkit/index.js';
@@ -9,7 +10,7 @@ import { alternate } from '../lib/load.js';
 import { scrape, sumSeries } from '../lib/metrics.js';
 import { startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
-import { HIT_PATH, RATE_LIMITED, type Context } from './context.js';
+import { HIT_PATH, RATE_LIMITED, hitHead, type Context } from './context.js';
 
 export async function redisHit({ options, upstream, hitBody }: Context): Promise<Section> {
   const redis = await startRedis();
@@ -19,28 +20,34 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     await client.set('bench:body', hitBody);
     client.disconnect();
     const memoryRefuses = { cache: { memory: { maxEntryBytes: Math.min(256, hitBody.length - 1), maxBytesWithRedis: 1024 } } };
-    const [baseline, proxy, limited] = await Promise.all([
+    const [baseline, unpipelined, proxy, limited] = await Promise.all([
       startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body' }, '/health'),
+      startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', AUTO_PIPELINING: '0' }, '/health'),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: memoryRefuses }),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, ...RATE_LIMITED } }),
     ]);
-    servers.push(baseline, proxy, limited);
+    servers.push(baseline, unpipelined, proxy, limited);
     for (const p of [proxy, limited]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
+    const fullHead = await startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: JSON.stringify(await hitHead(proxy.url + HIT_PATH)) }, '/health');
+    servers.push(fullHead);
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });
     const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid] }];
-    const runs = await alternate('redis hit', { baseline: [{ url: baseline.url + '/x', pids: [baseline.pid] }], proxy: hit(proxy), limited: hit(limited) }, options);
+    const bare = (s: Server) => [{ url: s.url + '/x', pids: [s.pid] }];
+    const runs = await alternate('redis hit', { baseline: bare(baseline), fullHead: bare(fullHead), unpipelined: bare(unpipelined), proxy: hit(proxy), limited: hit(limited) }, options);
     const redisHits = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' }) - before;
     const base = runs.baseline;
     const s = '2 Redis hit';
     return {
       id: 'redisHit',
       rows: [
-        { scenario: s, name: 'baseline: bare node:http + one ioredis getBuffer', run: base },
-        { scenario: s, name: 'proxy, Redis-tier hit (memory tier refuses the entry)', run: runs.proxy, baseline: base, note: `${redisHits.toLocaleString('en-US')} Redis hits counted by the proxy` },
+        { scenario: s, name: 'baseline: bare node:http + one ioredis getBuffer (auto-pipelining on)', run: base },
+        { scenario: s, name: 'baseline 2: the same, with the whole head of a hit (13 headers)', run: runs.fullHead, baseline: base, note: 'the headers a hit must carry' },
+        { scenario: s, name: 'bare node:http + one ioredis getBuffer, auto-pipelining off', run: runs.unpipelined, baseline: base },
+        { scenario: s, name: 'proxy, Redis-tier hit (memory tier refuses the entry)', run: runs.proxy, baseline: base, note: `${redisHits.toLocaleString('en-US')} Redis hits counted by the proxy; vs baseline 2: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU` },
         { scenario: '7 feature cost', name: 'proxy, Redis-tier hit, rate limiting on (Redis budget)', run: runs.limited, baseline: base },
       ],
       findings: [
-        `Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
+        `Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
       ],
       data: { runs, redisHits },
     };
