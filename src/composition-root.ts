@@ -228,8 +228,10 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     return { ready: true, details: { tipHeight: tracker.tip.height, upstreams } };
   };
 
+  const limits = createRateLimiter(config, telemetry, now, logger);
   const passthrough = config.passthrough.enabled
     ? createPassthrough({
+        rateLimiter: limits?.limiter,
         target: () => health.preferredOrigin(),
         allowedPrefixes: config.passthrough.allowedPrefixes,
         websockets: config.passthrough.websockets,
@@ -244,7 +246,6 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
-  const limits = createRateLimiter(config, telemetry, now, logger);
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
     readThrough,

@@ -10,11 +10,13 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { badUrl, failureReply, routeNotFound, type ErrorReply } from '../errors.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { clientResponseHeaders, isAllowedPath, upstreamRequestHeaders } from './forward-policy.js';
 import { requestIdOf } from './request-log.js';
 import { decideTarget } from './request-target.js';
 import { sendError, sendSocketError } from './respond.js';
+import { admitUpgrade, type UpgradeRefusal } from './upgrade-admission.js';
 
 export interface PassthroughOptions {
   /** The upstream to use for this request (the healthiest, chosen per request). */
@@ -32,6 +34,8 @@ export interface PassthroughOptions {
   telemetry: Telemetry;
   /** The operator's headers for an upstream (its API key, configured headers); none by default. */
   operatorHeaders?: (origin: string) => Readonly<Record<string, string>>;
+  /** With rate limiting on: upgrades are admitted and charged a miss (upgrade-admission.ts). */
+  rateLimiter?: RateLimiter;
 }
 
 export interface Passthrough {
@@ -76,13 +80,13 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
   };
 
   /** An upgrade that gets no tunnel: an HTTP answer in the upstream's shape, and the connection closes. */
-  const failSocket = (socket: Socket, reply: ErrorReply): void => {
+  const failSocket = (socket: Socket, reply: ErrorReply, headers: readonly string[] = []): void => {
     if (settled.has(socket) || !socket.writable) {
       socket.destroy();
       return;
     }
     settled.add(socket);
-    sendSocketError(socket, reply);
+    sendSocketError(socket, reply, headers);
   };
 
   const watchWebSocket = (proxyReq: ClientRequest, socket: Socket): void => {
@@ -158,8 +162,18 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
       if (!options.websockets || !isAllowedPath(target.path, options.websocketPrefixes)) {
         return failSocket(socket, routeNotFound(req.method ?? 'GET', target.url));
       }
-      prepare(req, requestIdOf(req), true);
-      middleware.upgrade(req, socket, head);
+      const open = (refusal: UpgradeRefusal): void => {
+        if (refusal) return failSocket(socket, refusal.reply, refusal.headers);
+        // The client may have gone while a shared budget answered.
+        if (socket.destroyed) return;
+        prepare(req, requestIdOf(req), true);
+        middleware.upgrade(req, socket, head);
+      };
+      const limiter = options.rateLimiter;
+      if (!limiter) return open(null);
+      const admitted = admitUpgrade(limiter, options.telemetry, req);
+      if (admitted instanceof Promise) void admitted.then(open);
+      else open(admitted);
     },
   };
 }

@@ -13,7 +13,8 @@
  * limited; every other request is admitted by the limiter first (401 for an unknown API key,
  * 429 over budget, never reaching the cache or the upstream), and its answer carries the
  * ratelimit-* headers. Passthrough requests always reach the upstream, so they pay a miss.
- * WebSocket upgrades do not come here: the server hands them to the passthrough directly.
+ * WebSocket upgrades do not come here: the server hands them to the passthrough directly,
+ * which admits them against the same budgets (upgrade-admission.ts).
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { badUrl, routeNotFound } from '../errors.js';

@@ -110,7 +110,7 @@ export function sendRedirect(res: ServerResponse, location: string, extra: strin
  * An answer on a raw socket (an upgrade the proxy does not tunnel): the upstream's error
  * shape, then the connection closes, since the client's next bytes would be WebSocket frames.
  */
-export function sendSocketError(socket: Socket, error: ErrorReply): void {
+export function sendSocketError(socket: Socket, error: ErrorReply, extra: readonly string[] = []): void {
   const body = Buffer.from(error.body, 'utf8');
   const head = [
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}`,
@@ -119,5 +119,7 @@ export function sendSocketError(socket: Socket, error: ErrorReply): void {
     'cache-control: no-store',
     'connection: close',
   ];
+  // Our own name/value pairs (retry-after, ratelimit-*): no client text reaches this head.
+  for (let i = 0; i + 1 < extra.length; i += 2) head.push(`${extra[i]}: ${extra[i + 1]}`);
   socket.end(Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'latin1'), body]));
 }

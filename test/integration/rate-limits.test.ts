@@ -6,6 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RECORDED, startFakeUpstream, startRedis, waitFor, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw, type RawResponse } from '../support/http.js';
+import { exchangeRaw, parseResponses, type ParsedResponse } from '../support/raw-socket.js';
+import WebSocket from 'ws';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { sha256Hex } from '../../src/limits/api-keys.js';
 
@@ -241,6 +243,78 @@ describe('API keys', () => {
   });
 });
 
+/** An upgrade request on the upstream's WebSocket path, as raw bytes. */
+const upgradeHead = (headers: Record<string, string> = {}): string =>
+  `GET /extended/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')}\r\n`;
+
+/** Opens a WebSocket through the proxy, checks the tunnel echoes, and closes it. */
+async function openTunnel(proxy: ProxyServer, headers: Record<string, string> = {}): Promise<void> {
+  const socket = new WebSocket(`${proxy.url.replace('http', 'ws')}/extended/v1/ws`, { headers });
+  const echoed = new Promise<string>((resolve, reject) => {
+    socket.once('message', (data: Buffer) => resolve(data.toString()));
+    socket.once('error', reject);
+  });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  socket.send('ping');
+  expect(await echoed).toBe('echo:ping');
+  socket.close();
+}
+
+async function refusedUpgrade(proxy: ProxyServer, headers: Record<string, string> = {}): Promise<ParsedResponse> {
+  const answers = parseResponses(await exchangeRaw(proxy.port, upgradeHead(headers)));
+  expect(answers).toHaveLength(1);
+  return answers[0] as ParsedResponse;
+}
+
+const upstreamUpgrades = () => upstream.count((r) => r.method === 'UPGRADE');
+
+describe('WebSocket upgrades', () => {
+  it('pay from the same budget as requests (a miss each); over it, a 429 with the ratelimit-* headers and no tunnel', async () => {
+    const proxy = await start({ anonymous: 4, hitCost: 1, missCost: 2 });
+    expect((await get(proxy, TX)).status).toBe(200); // a miss: 2 of 4
+    await openTunnel(proxy); // 2 more: 4 of 4
+    const refused = await refusedUpgrade(proxy);
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toEqual({
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit exceeded: 4 per 60 s for this client; retry after the time in Retry-After',
+    });
+    expect(refused.headers['retry-after']).toBe('60');
+    expect(refused.headers['ratelimit-limit']).toBe('4');
+    expect(refused.headers['ratelimit-remaining']).toBe('0');
+    expect(refused.headers['ratelimit-reset']).toBe(RESET);
+    expect(refused.headers.connection).toBe('close');
+    expect(upstreamUpgrades()).toBe(1);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'anonymous', result: 'refused' })).toBe(1);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'anonymous', result: 'allowed' })).toBe(2);
+  });
+
+  it('refuses an upgrade the budget covers only as a hit: the miss charge decides, before the upstream', async () => {
+    const proxy = await start({ anonymous: 3, hitCost: 1, missCost: 3 });
+    await openTunnel(proxy); // 3 of 3
+    expect((await refusedUpgrade(proxy)).status).toBe(429);
+    expect(upstreamUpgrades()).toBe(1);
+  });
+
+  it('answers an unknown API key with 401 and a known one from its own budget', async () => {
+    const proxy = await start({ anonymous: 1, apiKeys: [{ name: 'wallet', sha256: sha256Hex('secret-key'), limit: 5 }] });
+    const unknown = await refusedUpgrade(proxy, { 'x-api-key': 'nope' });
+    expect(unknown.status).toBe(401);
+    expect(JSON.parse(unknown.body).error).toBe('Unauthorized');
+    await openTunnel(proxy); // the anonymous budget: 1 of 1
+    expect((await refusedUpgrade(proxy)).status).toBe(429);
+    await openTunnel(proxy, { 'x-api-key': 'secret-key' });
+    expect(upstreamUpgrades()).toBe(2);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'keyed', result: 'unknown_key' })).toBe(1);
+  });
+});
+
 describe('with Redis', () => {
   let redis: TestRedis;
   beforeAll(async () => {
@@ -261,6 +335,17 @@ describe('with Redis', () => {
     expectRefused(await get(first, block(11)), 3);
     clock.now = START + WINDOW_MS;
     expect((await get(second, TX)).status).toBe(200);
+  });
+
+  it('charges WebSocket upgrades to the shared budget too', async () => {
+    const clock = { now: START + 20 * WINDOW_MS };
+    const first = await start({ anonymous: 2, redisUrl: redis.url, clock });
+    const second = await start({ anonymous: 2, redisUrl: redis.url, clock });
+    expect((await get(first, TX)).status).toBe(200);
+    await openTunnel(second);
+    expect((await refusedUpgrade(first)).status).toBe(429);
+    expect((await get(second, TX)).status).toBe(429);
+    expect(upstreamUpgrades()).toBe(1);
   });
 
   it('fails open when Redis goes away: requests pass and the fail-open count says so', async () => {

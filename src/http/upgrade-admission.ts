@@ -1,0 +1,44 @@
+/**
+ * Rate limits for WebSocket upgrades: the one kind of request the pipeline never sees (the
+ * server hands upgrades to the passthrough directly). Without this, a client over its budget
+ * could still open tunnels to the upstream without end.
+ *
+ * An upgrade is admitted like any other request (its API key, else its address; 401 for an
+ * unknown key) and, since every upgrade that is let through reaches the upstream, it is charged
+ * a miss, as a passthrough request is. A refusal carries the ratelimit-* headers with its 429;
+ * an admitted upgrade's 101 is the upstream's own head, so it carries none.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { ErrorReply } from '../errors.js';
+import type { Admission, LimitGrant, MissCharge, RateLimiter } from '../limits/rate-limiter.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+
+/** A refusal to write on the socket, with its headers as name/value pairs; null: go on. */
+export type UpgradeRefusal = { reply: ErrorReply; headers: readonly string[] } | null;
+
+const headerValue = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
+
+/**
+ * Reads the client's X-API-Key and X-Forwarded-For, so it must run before the request's headers
+ * are replaced by the ones sent upstream. Counts the decision once, as the pipeline does.
+ */
+export function admitUpgrade(limiter: RateLimiter, telemetry: Telemetry, req: IncomingMessage): UpgradeRefusal | Promise<UpgradeRefusal> {
+  const admission = limiter.admit(req.socket.remoteAddress, headerValue(req, 'x-forwarded-for'), headerValue(req, 'x-api-key'));
+  const afterAdmission = ({ grant, refusal }: Admission): UpgradeRefusal | Promise<UpgradeRefusal> => {
+    if (refusal) return decided(telemetry, grant, { reply: refusal, headers: [...(refusal.headers ?? []), ...grant.headers] });
+    const charge = grant.chargeMiss?.(grant.headers);
+    if (!charge) return decided(telemetry, grant, null);
+    const afterCharge = (missRefusal: MissCharge): UpgradeRefusal =>
+      decided(telemetry, grant, missRefusal ? { reply: missRefusal, headers: [...missRefusal.headers, ...grant.headers] } : null);
+    return charge instanceof Promise ? charge.then(afterCharge) : afterCharge(charge);
+  };
+  return admission instanceof Promise ? admission.then(afterAdmission) : afterAdmission(admission);
+}
+
+function decided(telemetry: Telemetry, grant: LimitGrant, refusal: UpgradeRefusal): UpgradeRefusal {
+  telemetry.rateLimitDecided(grant.tier, grant.result);
+  return refusal;
+}
