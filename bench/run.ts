@@ -6,7 +6,7 @@
  *
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
- *   --quick        1 round of 1 s per variant, short mix and flood
+ *   --quick        1 round of 1 s per variant, a short Zipf mix, no HTTP memory flood
  *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, zipfMix, memoryMillion, scaling)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */

@@ -44,7 +44,9 @@ async function startServers(cleanup: Cleanup): Promise<Servers> {
   cleanup.add('remove temp dir', () => rm(dir, { recursive: true, force: true }));
   const redis = await startRedis();
   cleanup.add('stop redis-server', () => redis.stop());
-  const upstream = await startFakeUpstream();
+  // Principal ETags that move only with the principal's activity, as the upstream's do: the
+  // ETag-scope confirmations panel needs a sibling URL's ETag to still hold after a block.
+  const upstream = await startFakeUpstream({ principalEtags: 'exact' });
   cleanup.add('close fake upstream', () => upstream.close());
   const main = await startMainProxy(upstream.url, redis.url);
   cleanup.add('close main proxy', () => main.close());

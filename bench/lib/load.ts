@@ -13,7 +13,7 @@ export interface BenchOptions {
   connections: number;
 }
 
-export const warmUpSeconds = (options: BenchOptions): number => (options.quick ? 0.5 : 1);
+export const warmUpSeconds = (options: BenchOptions): number => (options.quick ? 0.25 : 1);
 
 export interface Run {
   requestsPerSecond: number;

@@ -1,5 +1,5 @@
 /** One markdown table for the whole run: every row next to the baseline of its own scenario. */
-import type { Run } from './load.js';
+import { warmUpSeconds, type Run } from './load.js';
 import { describeMachine, type Machine } from './machine.js';
 
 export interface Row {
@@ -57,7 +57,7 @@ export function markdown(header: Header, sections: Section[]): string {
   const rows = sections.flatMap((s) => s.rows).map((row) => `| ${cells(row).join(' | ')} |`);
   return [
     `Machine: ${describeMachine(header.machine)}.`,
-    `Load: autocannon, ${header.connections} connections, ${header.seconds} s per run after ${header.quick ? 0.5 : 1} s of warm-up, ${header.rounds} alternating round(s), medians; ` +
+    `Load: autocannon, ${header.connections} connections, ${header.seconds} s per run after ${warmUpSeconds(header)} s of warm-up, ${header.rounds} alternating round(s), medians; ` +
       `${header.pinned ? 'servers pinned to CPU 0, load generator and fake upstream on CPU 1' : 'unpinned (no taskset)'}; ${header.quick ? '--quick, ' : ''}${header.elapsedSeconds} s in all.`,
     '',
     '| scenario | variant | req/s | vs baseline | p50 ms | p99 ms | server CPU µs/req | vs baseline | RSS MiB | errors | notes |',

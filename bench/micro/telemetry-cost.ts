@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { createTelemetry } from '../../src/telemetry/prometheus-telemetry.js';
 
-const ITERATIONS = Number(process.env.ITERATIONS ?? 2_000_000);
+const ITERATIONS = Number(process.env.ITERATIONS ?? 500_000);
 const ROUNDS = 5;
 
 const telemetry = createTelemetry({ logger: pino({ level: 'silent' }), redis: false, defaultMetrics: false, accessLog: { enabled: false, hitsEvery: 1 } });

@@ -11,9 +11,9 @@ import { runJsonChild, startNodeServer, startProxy, type Server } from '../lib/p
 import { ratio, type Section } from '../lib/report.js';
 import { HIT_PATH, RATE_LIMITED, hitHead, type Context } from './context.js';
 
-/** The metrics' own cost per hit, timed in a child on the servers' CPU. */
-function metricsCost(): Promise<{ nsPerHitFolded: number; nsPerHitPromClientLabels: number }> {
-  return runJsonChild('bench/micro/telemetry-cost.js', { cpu: 0 });
+/** The metrics' own cost per hit, timed in a child on the servers' CPU (a few seconds; under one with --quick). */
+function metricsCost(quick: boolean): Promise<{ nsPerHitFolded: number; nsPerHitPromClientLabels: number }> {
+  return runJsonChild('bench/micro/telemetry-cost.js', { cpu: 0, env: { ITERATIONS: String(quick ? 100_000 : 500_000) } });
 }
 
 const metricsShare = (ns: number, cpuMicros: number | undefined): string => (cpuMicros ? `${((ns / 1000 / cpuMicros) * 100).toFixed(1)}%` : 'n/a');
@@ -45,7 +45,7 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
       },
       options,
     );
-    const metrics = await metricsCost();
+    const metrics = await metricsCost(options.quick);
     const base = runs.baseline;
     const s = '1 memory hit';
     const rps = (name: string) => ratio(runs[name]?.requestsPerSecond, base?.requestsPerSecond);

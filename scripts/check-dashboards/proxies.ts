@@ -11,6 +11,8 @@ export const MEMPOOL_TTL_MS = 250;
 export const STALE_WHILE_REVALIDATE_MS = 500;
 /** Every upstream request is tried this often: an injected failure must last as many attempts. */
 export const MAX_ATTEMPTS = 2;
+/** The main instance's admin token: the traffic mix purges through the admin API. */
+export const ADMIN_TOKEN = 'check-dashboards-admin-token';
 /** A memory tier this small evicts during the traffic mix; Redis behind it keeps hits hits. */
 const MEMORY_TIER_BYTES = 64 * 1024;
 
@@ -31,7 +33,11 @@ export async function startMainProxy(upstreamUrl: string, redisUrl: string): Pro
   const config = testConfig({
     upstreamUrls: [upstreamUrl],
     redisUrl,
-    overrides: { ...SHARED_SETTINGS, cache: { ...SHARED_SETTINGS.cache, memory: { maxBytesWithRedis: MEMORY_TIER_BYTES } } },
+    overrides: {
+      ...SHARED_SETTINGS,
+      cache: { ...SHARED_SETTINGS.cache, memory: { maxBytesWithRedis: MEMORY_TIER_BYTES } },
+      admin: { token: ADMIN_TOKEN },
+    },
   });
   // defaultMetrics: the process and Node.js panels need prom-client's default metrics.
   return startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: true });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
-import { MAX_ATTEMPTS, MEMPOOL_TTL_MS, STALE_WHILE_REVALIDATE_MS } from './proxies.js';
+import { ADMIN_TOKEN, MAX_ATTEMPTS, MEMPOOL_TTL_MS, STALE_WHILE_REVALIDATE_MS } from './proxies.js';
 
 const P = RECORDED.principal;
 const TX = RECORDED.confirmedTxId;
@@ -24,6 +24,11 @@ const ROUTE_PATHS = [
   `/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithBlock}`,
   '/extended/v1/address/ST000000000000000000002AMW42H/0x66146a2549bb199c4960d58af1a9ed3022904896976cfa14bb05b4b5d3844d80/with_transfers',
 ];
+/**
+ * A page of P's history that only confirmSiblings() asks for: once a block has passed without P,
+ * the first page's revalidation (everyRouteTwice) confirms it without an upstream request.
+ */
+const SIBLING_PAGE = `/extended/v1/address/${P}/transactions?limit=5&offset=5`;
 /** Refused by validation (400) without an upstream request. */
 const INVALID_PATHS = ['/extended/v1/tx/0x1234', '/extended/v2/blocks/not-a-block'];
 /** Not one of the 13 routes: forwarded unchanged (route="passthrough", cache="BYPASS"). */
@@ -62,6 +67,8 @@ export class TrafficMix {
     await this.overloadPeer();
     await this.upstreamFailures();
     await this.expireMempoolEntries();
+    await this.confirmSiblings();
+    await this.purgeThroughAdmin();
     await this.moveChain();
   }
 
@@ -113,6 +120,22 @@ export class TrafficMix {
     await this.get(this.main, UNCHANGED_PATH, CHANGING_PATH);
     await this.getFailing(FAILING_PATH, { status: 503 });
     await this.getFailing(FAILING_PATH, 'reset');
+  }
+
+  /** After a block without P: HIT by the first page's ETag (etag_scope_confirmations); else a miss that stores it. */
+  private async confirmSiblings(): Promise<void> {
+    await this.get(this.main, SIBLING_PAGE);
+  }
+
+  /** A purge asked of the main instance (origin admin), heard by the peer through Redis (origin peer). */
+  private async purgeThroughAdmin(): Promise<void> {
+    const response = await fetch(`${this.main.adminUrl}/admin/purge`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ tx_id: TX }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (response.status !== 200) throw new Error(`admin purge answered ${response.status}: ${await response.text()}`);
   }
 
   /**

@@ -59,6 +59,7 @@ export class Purger {
     }
     const memory = this.deps.memory.deleteMatching(matcher.matches);
     this.counts.local += 1;
+    this.telemetry.purged(selector.kind, 'admin', { memory, redis });
     if (this.deps.redis && redisError === undefined) {
       const announcement: Announcement = { from: this.id, selector };
       try {
@@ -82,7 +83,8 @@ export class Purger {
       return;
     }
     if (announcement.from === this.id) return;
-    this.deps.memory.deleteMatching(purgeMatcher(this.deps.keyPrefix, announcement.selector).matches);
+    const memory = this.deps.memory.deleteMatching(purgeMatcher(this.deps.keyPrefix, announcement.selector).matches);
     this.counts.fromPeers += 1;
+    this.telemetry.purged(announcement.selector.kind, 'peer', { memory, redis: null });
   }
 }

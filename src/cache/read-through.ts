@@ -139,6 +139,7 @@ export class ReadThrough {
     const confirmed = confirm(refresh.entry, { freshness: route.freshness, facts: request.facts, asked });
     if (evaluate(confirmed, this.deps.clock(), this.deps.chain(), this.deps.ttl) !== 'fresh') return undefined;
     void this.deps.store.set(key, confirmed);
+    this.deps.telemetry.etagScopeConfirmed(route.id);
     return { cacheStatus: 'HIT', entry: confirmed };
   }
 
@@ -152,9 +153,20 @@ export class ReadThrough {
   private refreshOnce(key: string, route: RouteSpec, request: CanonicalRequest, refresh: Refresh, context: ReadContext): Promise<ReadResult> {
     return this.flights.run(
       key,
-      () => this.fetchAcrossInstances(key, route, request, refresh, context),
+      () => this.landedMeanwhile(key) ?? this.fetchAcrossInstances(key, route, request, refresh, context),
       () => this.deps.telemetry.singleflightJoined(route.id),
     );
+  }
+
+  /**
+   * A flight for this key may have ended while this request was looking in Redis (a slow or failed
+   * read, common under load): its answer is in the memory tier now, and leading a new flight would
+   * ask the upstream again for what it has just answered.
+   */
+  private landedMeanwhile(key: string): Promise<ReadResult> | undefined {
+    const entry = this.deps.store.peek(key);
+    if (!entry || evaluate(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) !== 'fresh') return undefined;
+    return Promise.resolve({ cacheStatus: 'HIT', entry });
   }
 
   private async fetchAcrossInstances(

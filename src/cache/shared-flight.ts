@@ -52,10 +52,17 @@ export class SharedFlight {
     const deadline = this.clock() + this.settings.waitMs;
     while (this.clock() < deadline) {
       await sleep(SHARED_POLL_MS);
-      const entry = await this.sharedTier.get(key).catch(() => undefined);
-      if (entry && accept(entry)) return entry;
-      if (!(await this.settings.lock.isHeld(lockKey))) return undefined;
+      const entry = await this.peerEntry(key, accept);
+      if (entry) return entry;
+      // The holder writes its answer before it releases the lock, but both may have happened
+      // between the look above and this check: one more look tells a landed answer from a failure.
+      if (!(await this.settings.lock.isHeld(lockKey))) return this.peerEntry(key, accept);
     }
     return undefined;
+  }
+
+  private async peerEntry(key: string, accept: (entry: CacheEntry) => boolean): Promise<CacheEntry | undefined> {
+    const entry = await this.sharedTier.get(key).catch(() => undefined);
+    return entry && accept(entry) ? entry : undefined;
   }
 }

@@ -123,6 +123,11 @@ export const METRICS = {
     ['route', 'result'],
   ),
   revalidations: counter('stacks_proxy_revalidations_total', 'If-None-Match revalidations of expired entries, by result (not_modified, modified).', ['result']),
+  etagScopeConfirmations: counter(
+    'stacks_proxy_etag_scope_confirmations_total',
+    'Expired entries made fresh without asking the upstream: another URL of the same principal got their very ETag under the current tip (served as HIT; their lookup counted a miss), by route id.',
+    ['route'],
+  ),
   singleflightJoined: counter(
     'stacks_proxy_singleflight_joined_total',
     'Requests that waited for an identical in-flight upstream request instead of sending their own.',
@@ -140,6 +145,13 @@ export const METRICS = {
     'stacks_proxy_reorg_purged_entries_total',
     'Cached entries dropped because a reorg made them suspect (counted when they are next read).',
   ),
+  // Admin purges (issue 9): what was asked by kind, never the URL, principal or id itself.
+  purges: counter(
+    'stacks_proxy_cache_purges_total',
+    'Admin purges carried out by this instance, by selector kind (keys, route, tx, principal, block, all) and origin (admin: asked here; peer: announced by another instance sharing Redis).',
+    ['kind', 'origin'],
+  ),
+  purgedEntries: counter('stacks_proxy_cache_purged_entries_total', 'Entries removed by admin purges, by tier (memory, redis).', ['tier']),
   // Rate limits (issue 9): tiers and results only, never a key name or an address.
   rateLimitRequests: counter(
     'stacks_proxy_rate_limit_requests_total',

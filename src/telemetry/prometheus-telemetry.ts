@@ -123,6 +123,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
       sharedWaits: labelChildren((route: string, result: string) => m.sharedFlightWaits.labels({ route, result })),
       stale: labelChildren((route: string, reason: string) => m.staleServed.labels({ route, reason })),
       revalidations: labelChildren((result: string) => m.revalidations.labels({ result })),
+      scopeConfirmed: labelChildren((route: string) => m.etagScopeConfirmations.labels({ route })),
     };
     this.rateLimitRequests = foldedCounter(m.rateLimitRequests, ['tier', 'result']);
   }
@@ -217,6 +218,16 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   reorgPurged(): void {
     this.m.reorgPurged.inc();
+  }
+
+  etagScopeConfirmed(route: string): void {
+    this.routeCounters.scopeConfirmed(route).inc();
+  }
+
+  purged(kind: string, origin: 'admin' | 'peer', removed: { memory: number; redis: number | null }): void {
+    this.m.purges.labels({ kind, origin }).inc();
+    this.m.purgedEntries.labels({ tier: 'memory' }).inc(removed.memory);
+    if (removed.redis !== null) this.m.purgedEntries.labels({ tier: 'redis' }).inc(removed.redis);
   }
 
   upstreamAnswered(upstream: string, route: string, status: number, seconds: number, failure?: { kind: string; message: string }): void {

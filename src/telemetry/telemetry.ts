@@ -51,6 +51,10 @@ export interface Telemetry {
   /** reason: the upstream failure kind, or `revalidating` for stale-while-revalidate. */
   staleServed(route: string, reason: string): void;
   reorgPurged(): void;
+  /** An expired entry confirmed by another URL's upstream ETag of the same scope (etag-scope.ts). */
+  etagScopeConfirmed(route: string): void;
+  /** An admin purge carried out here: asked of this instance, or announced by a peer; entries removed per tier. */
+  purged(kind: string, origin: 'admin' | 'peer', removed: { memory: number; redis: number | null }): void;
 
   /**
    * An HTTP answer from an upstream; `failure` when the answer is a failure of that upstream
@@ -95,6 +99,8 @@ class NoopTelemetry implements Telemetry {
   revalidated(): void {}
   staleServed(): void {}
   reorgPurged(): void {}
+  etagScopeConfirmed(): void {}
+  purged(): void {}
   upstreamAnswered(): void {}
   upstreamFailed(): void {}
   upstreamRetried(): void {}

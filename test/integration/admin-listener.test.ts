@@ -76,10 +76,17 @@ const memoryHits = (proxy: ProxyServer) => metricValue(proxy, 'stacks_proxy_cach
  */
 async function expectPurged(body: unknown, targets: string[], unrelated: string[]): Promise<void> {
   const heard = second.purger.counts.fromPeers;
+  // The metric's kind is the selector's: a URL purges its keys, tx_id purges a tx.
+  const field = Object.keys(body as object)[0] as string;
+  const kind = ({ url: 'keys', tx_id: 'tx' } as Record<string, string>)[field] ?? field;
+  const purges = (proxy: ProxyServer, origin: string) => metricValue(proxy, 'stacks_proxy_cache_purges_total', { kind, origin });
+  const [askedBefore, heardBefore] = [await purges(first, 'admin'), await purges(second, 'peer')];
   const answer = await purge(first, body);
+  expect(await purges(first, 'admin')).toBe(askedBefore + 1);
   expect(answer.purged.memory).toBeGreaterThanOrEqual(targets.length > 0 ? 1 : 0);
   expect(answer.purged.redis).toBeGreaterThanOrEqual(1);
   await expect.poll(() => second.purger.counts.fromPeers, { timeout: 5_000 }).toBe(heard + 1);
+  expect(await purges(second, 'peer')).toBe(heardBefore + 1);
   for (const path of targets) expect(await xCache(second, path), `second ${path}`).toBe('MISS');
   const before = await memoryHits(first);
   for (const path of targets) await xCache(first, path);

@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RECORDED, startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
-import { startTestProxy } from '../support/proxy-harness.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
 import type { ProxyServer } from '../../src/composition-root.js';
 
@@ -69,6 +69,8 @@ describe('one ETag per principal', () => {
     }
     // Checked after the counts: the direct requests go to the same fake.
     for (const path of [PAGE_2, V2]) await fetchChecked(path);
+    const confirmations = (route: string) => metricValue(proxy as ProxyServer, 'stacks_proxy_etag_scope_confirmations_total', { route });
+    expect((await confirmations('address_transactions')) + (await confirmations('address_transactions_v2'))).toBe(2);
   });
 
   it('once the principal has a new transaction, every page asks the upstream again', async () => {

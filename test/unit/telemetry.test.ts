@@ -433,7 +433,7 @@ describe('noopTelemetry', () => {
     // Reads, not events: the scrape and the admin API's lookup counts.
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape', 'lookupCounts']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(27); // 24 + the three rate-limit events (issue 9)
+    expect(events.length).toBe(29); // 24 + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10)
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {
