@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (about 5 minutes) and `npm run bench -- --quick` (about 1 minute): every scenario of
+ * `npm run bench` (about 6 minutes) and `npm run bench -- --quick` (under 1 minute): every scenario of
  * issue 10 next to its baseline in the same run, on the same machine. These machines are shared
  * and noisy (absolute figures vary up to 2x between runs, ratios much less), so variants of a
  * scenario alternate round by round and the figures are medians.
