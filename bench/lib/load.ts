@@ -13,7 +13,8 @@ export interface BenchOptions {
   connections: number;
 }
 
-export const warmUpSeconds = (options: BenchOptions): number => (options.quick ? 0.25 : 1);
+// Each variant's server is warmed by its first round already; this re-opens connections and settles the JIT.
+export const warmUpSeconds = (options: BenchOptions): number => (options.quick ? 0.25 : 0.5);
 
 export interface Run {
   requestsPerSecond: number;
