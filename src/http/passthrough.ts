@@ -16,7 +16,7 @@ import { clientResponseHeaders, isAllowedPath, upstreamRequestHeaders } from './
 import { requestIdOf } from './request-log.js';
 import { decideTarget } from './request-target.js';
 import { sendError, sendSocketError } from './respond.js';
-import { admitUpgrade, type UpgradeRefusal } from './upgrade-admission.js';
+import { admitUpgrade, type UpgradeRefusal } from './client-admission.js';
 
 export interface PassthroughOptions {
   /** The upstream to use for this request (the healthiest, chosen per request). */
@@ -34,7 +34,7 @@ export interface PassthroughOptions {
   telemetry: Telemetry;
   /** The operator's headers for an upstream (its API key, configured headers); none by default. */
   operatorHeaders?: (origin: string) => Readonly<Record<string, string>>;
-  /** With rate limiting on: upgrades are admitted and charged a miss (upgrade-admission.ts). */
+  /** With rate limiting on: upgrades are admitted and charged a miss (client-admission.ts). */
   rateLimiter?: RateLimiter;
 }
 

@@ -14,7 +14,7 @@
  * 429 over budget, never reaching the cache or the upstream), and its answer carries the
  * ratelimit-* headers. Passthrough requests always reach the upstream, so they pay a miss.
  * WebSocket upgrades do not come here: the server hands them to the passthrough directly,
- * which admits them against the same budgets (upgrade-admission.ts).
+ * which admits them against the same budgets (client-admission.ts).
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { badUrl, routeNotFound } from '../errors.js';
@@ -28,6 +28,7 @@ import { createReadDispatcher } from './read-dispatch.js';
 import type { ReadHandlerDeps } from './read-handler.js';
 import { observeRequest, type RequestRecord } from './request-log.js';
 import { BoundedMemo } from './bounded-memo.js';
+import { admitClient } from './client-admission.js';
 import { decideTarget, type DecidedTarget, type TargetDecision } from './request-target.js';
 import { sendError } from './respond.js';
 
@@ -45,11 +46,6 @@ export interface PipelineDeps extends ReadHandlerDeps {
 
 const TARGET_MEMO_ENTRIES = 4096;
 const TARGET_MEMO_KEY_LENGTH = 1024;
-
-const headerValue = (req: IncomingMessage, name: string): string | undefined => {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-};
 
 export function createRequestPipeline(deps: PipelineDeps): RequestListener {
   const answerReadRoute = createReadDispatcher(deps.routes, deps);
@@ -74,7 +70,7 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
     }
     // Rate limits (issue 9): own endpoints first, never limited; then the limiter's admission.
     if (answerOwnEndpoint(req, res, target.path)) return;
-    const admission = limiter.admit(req.socket.remoteAddress, headerValue(req, 'x-forwarded-for'), headerValue(req, 'x-api-key'));
+    const admission = admitClient(limiter, req);
     if (admission instanceof Promise) admission.then((admitted) => afterAdmission(req, res, target, admitted));
     else afterAdmission(req, res, target, admission);
   };

@@ -1,9 +1,10 @@
 /**
- * Rate limits for WebSocket upgrades: the one kind of request the pipeline never sees (the
- * server hands upgrades to the passthrough directly). Without this, a client over its budget
- * could still open tunnels to the upstream without end.
+ * A client request's admission by the rate limiter, read from the HTTP request: its peer, its
+ * X-Forwarded-For and its X-API-Key. The pipeline admits every request it routes this way.
  *
- * An upgrade is admitted like any other request (its API key, else its address; 401 for an
+ * WebSocket upgrades are the one kind of request the pipeline never sees (the server hands them to
+ * the passthrough directly): admitUpgrade applies the same budgets to them. Without it, a client
+ * over its budget could still open tunnels to the upstream without end. An upgrade is admitted like any other request (its API key, else its address; 401 for an
  * unknown key) and, since every upgrade that is let through reaches the upstream, it is charged
  * a miss, as a passthrough request is. A refusal carries the ratelimit-* headers with its 429;
  * an admitted upgrade's 101 is the upstream's own head, so it carries none.
@@ -21,12 +22,14 @@ const headerValue = (req: IncomingMessage, name: string): string | undefined => 
   return Array.isArray(value) ? value.join(', ') : value;
 };
 
-/**
- * Reads the client's X-API-Key and X-Forwarded-For, so it must run before the request's headers
- * are replaced by the ones sent upstream. Counts the decision once, as the pipeline does.
- */
+/** Reads the client's own headers: call it before they are replaced by the ones sent upstream. */
+export function admitClient(limiter: RateLimiter, req: IncomingMessage): Admission | Promise<Admission> {
+  return limiter.admit(req.socket.remoteAddress, headerValue(req, 'x-forwarded-for'), headerValue(req, 'x-api-key'));
+}
+
+/** Admission, then the miss charge; counts the decision once, as the pipeline does. */
 export function admitUpgrade(limiter: RateLimiter, telemetry: Telemetry, req: IncomingMessage): UpgradeRefusal | Promise<UpgradeRefusal> {
-  const admission = limiter.admit(req.socket.remoteAddress, headerValue(req, 'x-forwarded-for'), headerValue(req, 'x-api-key'));
+  const admission = admitClient(limiter, req);
   const afterAdmission = ({ grant, refusal }: Admission): UpgradeRefusal | Promise<UpgradeRefusal> => {
     if (refusal) return decided(telemetry, grant, { reply: refusal, headers: [...(refusal.headers ?? []), ...grant.headers] });
     const charge = grant.chargeMiss?.(grant.headers);
