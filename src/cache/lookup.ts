@@ -105,7 +105,6 @@ export class CacheLookups {
     return { key, entry: undefined, decision: { action: 'refetch' } };
   }
 
-
   private decide(entry: CacheEntry): Decision {
     return decide(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl);
   }

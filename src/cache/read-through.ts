@@ -137,10 +137,15 @@ export class ReadThrough {
     const asked = scope === undefined ? undefined : this.validations.confirmedAt(scope, refresh.etag);
     if (!asked || asked.at < refresh.entry.validatedAt) return undefined;
     const confirmed = confirm(refresh.entry, { freshness: route.freshness, facts: request.facts, asked });
-    if (evaluate(confirmed, this.deps.clock(), this.deps.chain(), this.deps.ttl) !== 'fresh') return undefined;
+    if (!this.isFresh(confirmed)) return undefined;
     void this.deps.store.set(key, confirmed);
     this.deps.telemetry.etagScopeConfirmed(route.id);
     return { cacheStatus: 'HIT', entry: confirmed };
+  }
+
+  /** Whether an entry may be served as it is, now, under the current tip. */
+  private isFresh(entry: CacheEntry): boolean {
+    return evaluate(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) === 'fresh';
   }
 
   /** What the upstream said about a scope's ETag: 200, 404 and 304 answers alike. */
@@ -165,7 +170,7 @@ export class ReadThrough {
    */
   private landedMeanwhile(key: string): Promise<ReadResult> | undefined {
     const entry = this.deps.store.peek(key);
-    if (!entry || evaluate(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) !== 'fresh') return undefined;
+    if (!entry || !this.isFresh(entry)) return undefined;
     return Promise.resolve({ cacheStatus: 'HIT', entry });
   }
 
@@ -182,7 +187,7 @@ export class ReadThrough {
       key,
       route.id,
       (mustLand) => this.fetch(key, route, request, refresh, mustLand, context),
-      (entry) => evaluate(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) === 'fresh',
+      (entry) => this.isFresh(entry),
     );
     if (outcome.kind === 'fetched') return outcome.value;
     void this.deps.store.set(key, outcome.entry, { memoryOnly: true });
@@ -262,7 +267,7 @@ export class ReadThrough {
     const found = await this.deps.store.get(transactionKey(this.deps.keyPrefix, txId, ''));
     if (found?.entry.cls !== 'final') return undefined;
     // A final entry a reorg made suspect says nothing any more.
-    return evaluate(found.entry, this.deps.clock(), this.deps.chain(), this.deps.ttl) === 'fresh' ? found.entry.height : undefined;
+    return this.isFresh(found.entry) ? found.entry.height : undefined;
   }
 
   private staleFallback(route: RouteSpec, fallback: CacheEntry | undefined, error: unknown): ReadResult | undefined {

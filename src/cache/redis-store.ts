@@ -89,16 +89,17 @@ export class RedisStore implements CacheStore, SharedLock {
    */
   get(key: string): Promise<CacheEntry | undefined> {
     const started = performance.now();
+    const timed = (): void => this.telemetry.redisCommand('get', (performance.now() - started) / 1000);
     return this.client.getBuffer(key).then(
       (bytes) => {
-        this.telemetry.redisCommand('get', (performance.now() - started) / 1000);
+        timed();
         if (!bytes) return undefined;
         const entry = this.decoded.decode(key, bytes, decodeEntry);
         if (!entry) this.telemetry.decodeFailed('redis');
         return entry;
       },
       (error: unknown) => {
-        this.telemetry.redisCommand('get', (performance.now() - started) / 1000);
+        timed();
         throw error;
       },
     );

@@ -58,7 +58,6 @@ export class TieredStore {
     }, failed);
   }
 
-
   /**
    * Writes memory at once and the shared tier in the background: a slow Redis never delays an
    * answer. `memoryOnly` is for entries just read from the shared tier.
