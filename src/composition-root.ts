@@ -145,7 +145,7 @@ function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, l
   logger.info({ keys: config.apiKeys.length, budget: config.redis.url ? 'redis (shared)' : 'memory (per process)' }, 'rate limits on');
   const budget: Budget = config.redis.url
     ? new RedisBudget({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, autoPipelining: config.redis.autoPipelining, keyPrefix: config.cache.keyPrefix, windowMs: settings.windowMs })
-    : new MemoryBudget(settings.windowMs);
+    : new MemoryBudget(settings.windowMs, settings.maxTrackedClients);
   const limiter = new RateLimiter({
     settings,
     keys: new ApiKeyBook(config.apiKeys),

@@ -208,6 +208,9 @@ export const ConfigSchema = z
           .describe('Peers (load balancers) whose X-Forwarded-For is believed'),
         hitCost: positiveInt.describe('Budget units a request costs'),
         missCost: positiveInt.describe('Budget units a request the memory tier cannot answer costs (charged as hitCost, then the difference)'),
+        maxTrackedClients: positiveInt.describe(
+          'Without Redis: clients whose budget one process tracks per window; when full, the least recently seen is forgotten (it starts again from a fresh budget)',
+        ),
       })
       .strict()
       .refine((limits) => limits.missCost >= limits.hitCost, { message: 'must not be less than rateLimit.hitCost', path: ['missCost'] }),

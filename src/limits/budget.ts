@@ -9,6 +9,7 @@
  * to multiples of windowMs on the proxy's clock, so every instance (and every test that moves
  * the injected clock) agrees on which window a request falls in.
  */
+import { LRUCache } from 'lru-cache';
 
 export interface Charge {
   allowed: boolean;
@@ -26,44 +27,52 @@ export interface Budget {
 
 export const windowIndex = (now: number, windowMs: number): number => Math.floor(now / windowMs);
 
-// A cap on clients tracked per window in one process; beyond it, new clients share one budget.
-// At ~100 bytes per entry this bounds the map near 10 MB even under an address-spraying flood.
-export const MAX_TRACKED_CLIENTS = 100_000;
-const OVERFLOW_CLIENT = '\u0000overflow';
-
 /**
  * The budget of one process (no Redis). Only the current window's counts matter, so a new
- * window starts with an empty Map: idle clients cost nothing after one window.
+ * window starts with an empty table: idle clients cost nothing after one window.
+ *
+ * The table is bounded: when it is full, the client seen least recently in this window is
+ * forgotten to make room, so a new client always starts with its own budget, whatever other
+ * clients did (no budget is shared between clients). The leniency this costs, bounded: a
+ * client forgotten mid-window starts again from a fresh budget when it returns. Forgetting it
+ * takes `maxClients` other clients seen after its last request, so only a client with more
+ * addresses (IPv4 addresses, IPv6 /64s) than the table holds can use it to regain budget; the
+ * shared budget (Redis) is exact.
  */
 export class MemoryBudget implements Budget {
   private window = Number.NaN;
-  // A mutable count per client: a returning client costs one Map lookup.
-  private used = new Map<string, { used: number }>();
+  // A mutable count per client: a returning client costs one lookup; lru-cache keeps the
+  // recency and drops the least recently used count when a new client needs the room.
+  private readonly used: LRUCache<string, { used: number }>;
 
   constructor(
     private readonly windowMs: number,
-    private readonly maxClients = MAX_TRACKED_CLIENTS,
-  ) {}
+    /** rateLimit.maxTrackedClients: at ~150 bytes a client, 100 000 hold about 15 MB even under an address-spraying flood. */
+    maxClients: number,
+  ) {
+    this.used = new LRUCache({ max: maxClients });
+  }
 
   take(client: string, cost: number, limit: number, now: number): Charge {
     const window = windowIndex(now, this.windowMs);
     if (window !== this.window) {
       this.window = window;
-      this.used = new Map();
+      this.used.clear();
     }
     const resetAtMs = (window + 1) * this.windowMs;
     let count = this.used.get(client);
     if (count === undefined) {
-      const name = this.used.size >= this.maxClients ? OVERFLOW_CLIENT : client;
-      count = this.used.get(name);
-      if (count === undefined) {
-        count = { used: 0 };
-        this.used.set(name, count);
-      }
+      count = { used: 0 };
+      this.used.set(client, count);
     }
     if (count.used + cost > limit) return { allowed: false, used: count.used, resetAtMs };
     count.used += cost;
     return { allowed: true, used: count.used, resetAtMs };
+  }
+
+  /** Clients tracked in the current window (at most maxClients). */
+  get trackedClients(): number {
+    return this.used.size;
   }
 
   async close(): Promise<void> {}

@@ -38,6 +38,7 @@ interface Limits {
   hitCost?: number;
   missCost?: number;
   apiKeys?: Array<{ name: string; sha256: string; limit?: number }>;
+  maxTrackedClients?: number;
   redisUrl?: string;
   clock?: { now: number };
 }
@@ -57,6 +58,7 @@ async function start(limits: Limits = {}): Promise<ProxyServer> {
         trustedProxies: limits.trustedProxies ?? [],
         hitCost: limits.hitCost ?? 1,
         missCost: limits.missCost ?? 1,
+        maxTrackedClients: limits.maxTrackedClients ?? 100_000,
       },
       apiKeys: limits.apiKeys ?? [],
     },
@@ -199,6 +201,21 @@ describe('client addresses', () => {
     expectRefused(await get(proxy, TX, { 'x-forwarded-for': '203.0.113.50, 198.51.100.1' }), 1);
     expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.2' })).status).toBe(200);
     expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.1, 127.0.0.1' })).status).toBe(429);
+  });
+});
+
+describe('a full client table (no Redis)', () => {
+  it("admits a new client's first request after more clients than the table holds have spent their budgets", async () => {
+    const proxy = await start({ anonymous: 1, trustedProxies: ['127.0.0.1/32'], maxTrackedClients: 20 });
+    const crowd = (i: number) => `198.51.100.${i}`;
+    // Twice as many clients as the table holds, each spending its whole budget.
+    for (let i = 1; i <= 40; i++) expect((await get(proxy, TX, { 'x-forwarded-for': crowd(i) })).status).toBe(200);
+    const newcomer = await get(proxy, TX, { 'x-forwarded-for': '203.0.113.7' });
+    expect(newcomer.status).toBe(200);
+    expect(limitHeaders(newcomer)).toEqual({ limit: '1', remaining: '0', reset: RESET });
+    // Clients still in the table keep their counts: the most recent ones are refused.
+    expectRefused(await get(proxy, TX, { 'x-forwarded-for': crowd(40) }), 1);
+    expectRefused(await get(proxy, TX, { 'x-forwarded-for': '203.0.113.7' }), 1);
   });
 });
 
