@@ -89,6 +89,9 @@ export const ConfigSchema = z
       .object({
         enabled: z.boolean().describe('One access-log line per request at info (false: none; state changes are still logged)'),
         hitsEvery: positiveInt.describe('Log one in this many cache hits (the line says "sampled"); every other answer logs a line. 1 logs every hit'),
+        refusalsEvery: positiveInt.describe(
+          'Log one in this many refusals answered before any cache or upstream work (a refused request target, 401, 429; the line says "sampled"). 1 logs every one',
+        ),
       })
       .strict(),
     upstream: z

@@ -41,6 +41,25 @@ export function admitUpgrade(limiter: RateLimiter, telemetry: Telemetry, req: In
   return admission instanceof Promise ? admission.then(afterAdmission) : afterAdmission(admission);
 }
 
+/**
+ * An upgrade the proxy answers itself (a refused target, a path without WebSockets): admitted and
+ * charged as any local answer (hitCost; it never reaches the upstream), so that a flood of them
+ * meets the client's budget. Over it, the 429; within it, `reply` with the ratelimit-* headers.
+ */
+export function admitLocalUpgradeAnswer(
+  limiter: RateLimiter,
+  telemetry: Telemetry,
+  req: IncomingMessage,
+  reply: ErrorReply,
+): NonNullable<UpgradeRefusal> | Promise<NonNullable<UpgradeRefusal>> {
+  const settle = ({ grant, refusal }: Admission): NonNullable<UpgradeRefusal> => {
+    telemetry.rateLimitDecided(grant.tier, grant.result);
+    return refusal ? { reply: refusal, headers: [...(refusal.headers ?? []), ...grant.headers] } : { reply, headers: grant.headers };
+  };
+  const admission = admitClient(limiter, req);
+  return admission instanceof Promise ? admission.then(settle) : settle(admission);
+}
+
 function decided(telemetry: Telemetry, grant: LimitGrant, refusal: UpgradeRefusal): UpgradeRefusal {
   telemetry.rateLimitDecided(grant.tier, grant.result);
   return refusal;

@@ -16,7 +16,7 @@ import { clientResponseHeaders, isAllowedPath, upstreamRequestHeaders } from './
 import { requestIdOf } from './request-log.js';
 import { decideTarget } from './request-target.js';
 import { sendError, sendSocketError } from './respond.js';
-import { admitUpgrade, type UpgradeRefusal } from './client-admission.js';
+import { admitLocalUpgradeAnswer, admitUpgrade, type UpgradeRefusal } from './client-admission.js';
 
 export interface PassthroughOptions {
   /** The upstream to use for this request (the healthiest, chosen per request). */
@@ -156,11 +156,19 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
       });
     },
     upgrade: (req, socket, head) => {
+      const limiter = options.rateLimiter;
+      // With limits on, an upgrade answered here is charged as any local answer first.
+      const answerLocally = (reply: ErrorReply): void => {
+        if (!limiter) return failSocket(socket, reply);
+        const answer = admitLocalUpgradeAnswer(limiter, options.telemetry, req, reply);
+        if (answer instanceof Promise) void answer.then((settled) => failSocket(socket, settled.reply, settled.headers));
+        else failSocket(socket, answer.reply, answer.headers);
+      };
       const target = decideTarget(req.url ?? '');
-      if (target.kind === 'refused') return failSocket(socket, badUrl(target.path));
+      if (target.kind === 'refused') return answerLocally(badUrl(target.path));
       req.url = target.url;
       if (!options.websockets || !isAllowedPath(target.path, options.websocketPrefixes)) {
-        return failSocket(socket, routeNotFound(req.method ?? 'GET', target.url));
+        return answerLocally(routeNotFound(req.method ?? 'GET', target.url));
       }
       const open = (refusal: UpgradeRefusal): void => {
         if (refusal) return failSocket(socket, refusal.reply, refusal.headers);
@@ -169,7 +177,6 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
         prepare(req, requestIdOf(req), true);
         middleware.upgrade(req, socket, head);
       };
-      const limiter = options.rateLimiter;
       if (!limiter) return open(null);
       const admitted = admitUpgrade(limiter, options.telemetry, req);
       if (admitted instanceof Promise) void admitted.then(open);

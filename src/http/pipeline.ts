@@ -10,9 +10,10 @@
  *      (uncached, X-Cache: BYPASS);
  *   4. a local 404 in the upstream's own shape, without asking the upstream.
  * With rate limiting on (issue 9), own endpoints are answered right after step 0 and never
- * limited; every other request is admitted by the limiter first (401 for an unknown API key,
- * 429 over budget, never reaching the cache or the upstream), and its answer carries the
- * ratelimit-* headers. Passthrough requests always reach the upstream, so they pay a miss.
+ * limited; every other request, a refused target too, is admitted by the limiter first (401 for
+ * an unknown API key, 429 over budget, never reaching the cache or the upstream), and its answer
+ * carries the ratelimit-* headers: a client sending refused targets meets its budget as any other.
+ * Refusals (step 0's 400, 401, 429) are marked so, for the access log's sampling of them. Passthrough requests always reach the upstream, so they pay a miss.
  * WebSocket upgrades do not come here: the server hands them to the passthrough directly,
  * which admits them against the same budgets (client-admission.ts).
  */
@@ -57,32 +58,40 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
 
   return (req: IncomingMessage, res: ServerResponse): void => {
     const target = targets.get(req.url ?? '', decideTarget);
-    if (target.kind === 'refused') {
-      const record = observeRequest(req, res, deps);
-      record.answered(sendError(res, badUrl(target.path), 'NONE', record.headers));
-      return;
-    }
     // What the passthrough forwards is req.url: from here on it is the decided target.
-    req.url = target.url;
+    if (target.kind === 'target') req.url = target.url;
     if (!limiter) {
-      route(req, res, target);
+      answer(req, res, target);
       return;
     }
-    // Rate limits (issue 9): own endpoints first, never limited; then the limiter's admission.
-    if (answerOwnEndpoint(req, res, target.path)) return;
+    // Rate limits (issue 9): own endpoints first, never limited; then the limiter's admission,
+    // refused targets included: they are local answers, charged like a local 404.
+    if (target.kind === 'target' && answerOwnEndpoint(req, res, target.path)) return;
     const admission = admitClient(limiter, req);
     if (admission instanceof Promise) admission.then((admitted) => afterAdmission(req, res, target, admitted));
     else afterAdmission(req, res, target, admission);
   };
 
-  function afterAdmission(req: IncomingMessage, res: ServerResponse, target: DecidedTarget, admission: Admission): void {
+  function afterAdmission(req: IncomingMessage, res: ServerResponse, target: TargetDecision, admission: Admission): void {
     const { grant, refusal } = admission;
     if (!refusal) {
-      route(req, res, target, grant);
+      answer(req, res, target, grant);
       return;
     }
     const record = observeRequest(req, res, deps, grant);
+    record.refused = true;
     record.answered(sendError(res, refusal, 'NONE', [...(refusal.headers ?? []), ...record.headers]));
+  }
+
+  /** Step 0's refusal, or steps 1 to 4; `limit` is the request's rate-limit grant when limiting is on. */
+  function answer(req: IncomingMessage, res: ServerResponse, target: TargetDecision, limit?: LimitGrant): void {
+    if (target.kind === 'target') {
+      route(req, res, target, limit);
+      return;
+    }
+    const record = observeRequest(req, res, deps, limit);
+    record.refused = true;
+    record.answered(sendError(res, badUrl(target.path), 'NONE', record.headers));
   }
 
   /** Steps 1 to 4; `limit` is the request's rate-limit grant when limiting is on (own endpoints already tried). */
@@ -114,6 +123,7 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
       return;
     }
     for (let i = 0; i < record.headers.length; i += 2) res.removeHeader(record.headers[i] as string);
+    record.refused = true;
     record.answered(sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]));
   }
 }

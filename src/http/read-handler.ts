@@ -86,6 +86,7 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     else refuse(charge);
 
     function refuse(refusal: FailureReply): void {
+      record.refused = true;
       record.answered(sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]));
     }
   }

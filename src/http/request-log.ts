@@ -60,6 +60,8 @@ export class RequestRecord {
   cls: string | undefined = undefined;
   upstreamSeconds: number | undefined = undefined;
   upstreamError: string | undefined = undefined;
+  /** Answered with a refusal before any cache or upstream work (a refused target, 401, 429): sampled in the access log. */
+  refused = false;
   private reported = false;
   private readonly started = performance.now();
 
@@ -100,6 +102,7 @@ export class RequestRecord {
       seconds: (performance.now() - this.started) / 1000,
       upstreamSeconds: this.upstreamSeconds,
       upstreamError: this.upstreamError,
+      refused: this.refused,
     });
   }
 }

@@ -33,6 +33,8 @@ export interface AccessLogSettings {
   enabled: boolean;
   /** One line per this many HIT answers; 1 logs every hit. */
   hitsEvery: number;
+  /** One line per this many refusals (a refused target, 401, 429); 1, the default, logs every one. */
+  refusalsEvery?: number;
 }
 
 /** What the composition root holds: the events, plus the registry and its state sources. */
@@ -75,6 +77,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private rateLimitFailing = false;
   private readonly accessLog: AccessLogSettings;
   private hitsSinceLine = 0;
+  private refusalsSinceLine = 0;
 
   private readonly requests;
   private readonly requestDurations;
@@ -150,12 +153,19 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.requestDurations(r.route, r.cache).observe(r.seconds);
     if (r.upstreamError === 'overloaded') this.routeCounters.overload(r.route).inc();
     if (!this.accessLog.enabled) return;
+    // Hits and refusals are sampled: one line stands for `sampled` of them (the counters above
+    // count each). A flood of refusals is what an attacker can send fastest; it must not turn
+    // into as many log lines.
     let sampled: number | undefined;
     if (r.cache === 'HIT' && this.accessLog.hitsEvery > 1) {
-      // Hits are sampled: one line stands for `sampled` hits (the counters above count each).
       if (++this.hitsSinceLine < this.accessLog.hitsEvery) return;
       this.hitsSinceLine = 0;
       sampled = this.accessLog.hitsEvery;
+    } else if (r.refused && (this.accessLog.refusalsEvery ?? 1) > 1) {
+      const every = this.accessLog.refusalsEvery ?? 1;
+      if (++this.refusalsSinceLine < every) return;
+      this.refusalsSinceLine = 0;
+      sampled = every;
     }
     this.logger.info({
       reqId: r.requestId,

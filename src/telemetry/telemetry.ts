@@ -25,6 +25,8 @@ export interface ServedRequest {
   upstreamSeconds?: number;
   /** The upstream failure kind behind the answer; `overloaded` counts an overload rejection. */
   upstreamError?: string;
+  /** A refusal before any cache or upstream work (a refused target, 401, 429): sampled like hits, by its own ratio. */
+  refused?: boolean;
 }
 
 export interface TipLike {

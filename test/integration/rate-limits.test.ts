@@ -6,10 +6,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RECORDED, startFakeUpstream, startRedis, waitFor, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw, type RawResponse } from '../support/http.js';
-import { exchangeRaw, parseResponses, type ParsedResponse } from '../support/raw-socket.js';
+import { exchangeRaw, parseResponses, rawGet, type ParsedResponse } from '../support/raw-socket.js';
 import WebSocket from 'ws';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { sha256Hex } from '../../src/limits/api-keys.js';
+import { pino, type Logger } from 'pino';
 
 const WINDOW_MS = 60_000;
 // A window boundary, so that the window's reset is START + WINDOW_MS.
@@ -41,6 +42,8 @@ interface Limits {
   maxTrackedClients?: number;
   redisUrl?: string;
   clock?: { now: number };
+  accessLog?: { enabled: boolean; hitsEvery: number; refusalsEvery: number };
+  logger?: Logger;
 }
 
 async function start(limits: Limits = {}): Promise<ProxyServer> {
@@ -49,7 +52,9 @@ async function start(limits: Limits = {}): Promise<ProxyServer> {
     upstreamUrls: [upstream.url],
     redisUrl: limits.redisUrl,
     now: () => clock.now,
+    logger: limits.logger,
     overrides: {
+      ...(limits.accessLog ? { accessLog: limits.accessLog } : {}),
       rateLimit: {
         enabled: true,
         windowMs: WINDOW_MS,
@@ -201,6 +206,65 @@ describe('client addresses', () => {
     expectRefused(await get(proxy, TX, { 'x-forwarded-for': '203.0.113.50, 198.51.100.1' }), 1);
     expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.2' })).status).toBe(200);
     expect((await get(proxy, TX, { 'x-forwarded-for': '198.51.100.1, 127.0.0.1' })).status).toBe(429);
+  });
+});
+
+describe('refused request targets', () => {
+  const BAD_TARGET = '/extended/v1/tx/0x#x';
+  const badTargetBody = { statusCode: 400, code: 'FST_ERR_BAD_URL', error: 'Bad Request', message: "'/extended/v1/tx/0x#x' is not a valid url component" };
+  const pipelined = (count: number): string =>
+    Array.from({ length: count }, (_, i) => `GET ${BAD_TARGET} HTTP/1.1\r\nHost: x\r\n${i === count - 1 ? 'Connection: close\r\n' : ''}\r\n`).join('');
+
+  it('are charged like any local answer: within the budget the 400 with ratelimit-*, over it the 429; their log lines are sampled', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const proxy = await start({ anonymous: 20, logger, accessLog: { enabled: true, hitsEvery: 100, refusalsEvery: 100 } });
+    const answers = parseResponses(await exchangeRaw(proxy.port, pipelined(300)));
+    expect(answers).toHaveLength(300);
+    const within = answers.slice(0, 20);
+    const over = answers.slice(20);
+    expect(within.map((r) => r.status)).toEqual(new Array(20).fill(400));
+    expect(JSON.parse(within[0]?.body ?? '')).toEqual(badTargetBody);
+    expect(within.map((r) => r.headers['ratelimit-remaining'])).toEqual(Array.from({ length: 20 }, (_, i) => String(19 - i)));
+    expect(within[0]?.headers['ratelimit-reset']).toBe(RESET);
+    expect(over.map((r) => r.status)).toEqual(new Array(280).fill(429));
+    expect(over.map((r) => [r.headers['retry-after'], r.headers['ratelimit-limit'], r.headers['ratelimit-remaining'], r.headers['ratelimit-reset']])).toEqual(
+      new Array(280).fill(['60', '20', '0', RESET]),
+    );
+    // The budget they spent is the client's: its next good request is refused too.
+    expectRefused(await get(proxy, TX), 20);
+    expect(upstreamReads()).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'anonymous', result: 'allowed' })).toBe(20);
+    expect(await metricValue(proxy, 'stacks_proxy_rate_limit_requests_total', { tier: 'anonymous', result: 'refused' })).toBe(281);
+    // 301 refusals, one access-log line per 100 of them; the counters count each.
+    await waitFor(async () => lines.filter((line) => line.reqId !== undefined).length >= 3, { timeoutMs: 5_000, what: 'the sampled access-log lines' });
+    const accessLines = lines.filter((line) => line.reqId !== undefined);
+    expect(accessLines.map((line) => line.sampled)).toEqual([100, 100, 100]);
+    expect(await metricValue(proxy, 'stacks_proxy_http_requests_total', { status: '400' })).toBe(20);
+    expect(await metricValue(proxy, 'stacks_proxy_http_requests_total', { status: '429' })).toBe(281);
+  });
+
+  it('on WebSocket upgrades are charged too: the 400 with ratelimit-* within the budget, the 429 over it, never the upstream', async () => {
+    const proxy = await start({ anonymous: 2 });
+    const upgrade = (target: string) => upgradeHead().replace('GET /extended/v1/ws ', `GET ${target} `);
+    const answers: ParsedResponse[] = [];
+    for (let i = 0; i < 3; i++) answers.push(...parseResponses(await exchangeRaw(proxy.port, upgrade(BAD_TARGET))));
+    expect(answers.map((r) => r.status)).toEqual([400, 400, 429]);
+    expect(JSON.parse(answers[0]?.body ?? '')).toEqual(badTargetBody);
+    expect(answers.map((r) => r.headers['ratelimit-remaining'])).toEqual(['1', '0', '0']);
+    expect(answers[2]?.headers['retry-after']).toBe('60');
+    // An upgrade on a path without WebSockets is a local answer as well: over the budget, the 429.
+    expect(parseResponses(await exchangeRaw(proxy.port, upgrade('/extended/v1/nope')))[0]?.status).toBe(429);
+    expect(upstreamUpgrades()).toBe(0);
+    expect((await get(proxy, TX)).status).toBe(429);
+  });
+
+  it('still get the plain 400, without ratelimit-*, with rate limiting off', async () => {
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    proxies.push(proxy);
+    const [answer] = parseResponses(await rawGet(proxy.port, BAD_TARGET));
+    expect(answer?.status).toBe(400);
+    expect(answer?.headers['ratelimit-limit']).toBeUndefined();
   });
 });
 

@@ -2,17 +2,19 @@
  * Starts the real proxy in-process on a random port, against given upstreams (and Redis),
  * with settings overridden per test (testkit's testConfig).
  */
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import { startProxy, type ProxyServer } from '../../src/composition-root.js';
 import { testConfig, type TestConfigOptions } from '../../testkit/index.js';
 
 export interface TestProxyOptions extends TestConfigOptions {
   now?: () => number;
+  /** The proxy's logger (default: silent unless TEST_LOG_LEVEL is set), for tests that read its lines. */
+  logger?: Logger;
 }
 
 export async function startTestProxy(options: TestProxyOptions): Promise<ProxyServer> {
   const config = testConfig(options);
-  return startProxy(config, { logger: createLogger(config.logLevel), now: options.now, defaultMetrics: false });
+  return startProxy(config, { logger: options.logger ?? createLogger(config.logLevel), now: options.now, defaultMetrics: false });
 }
 
 /** Reads one metric sample's value from the proxy's registry (0 when absent). */

@@ -76,6 +76,23 @@ describe('domain events', () => {
     expect(await sample(telemetry, 'stacks_proxy_http_requests_total', { cache: 'HIT' })).toBe(7);
   });
 
+  it('with refusalsEvery N, logs one refusal in N (saying so), apart from the hits, while the counters count each', async () => {
+    const { telemetry, lines } = telemetryWithLog({ accessLog: { enabled: true, hitsEvery: 2, refusalsEvery: 3 } });
+    const refusal = { method: 'GET', route: 'passthrough', status: 429, cache: 'NONE', seconds: 0.001, refused: true };
+    for (let i = 1; i <= 4; i++) telemetry.requestServed({ ...refusal, requestId: `r${i}` });
+    telemetry.requestServed({ ...refusal, requestId: 'h1', status: 200, cache: 'HIT', refused: false });
+    telemetry.requestServed({ ...refusal, requestId: 'h2', status: 200, cache: 'HIT', refused: false });
+    telemetry.requestServed({ ...refusal, requestId: 'n1', status: 404, refused: false });
+    for (let i = 5; i <= 6; i++) telemetry.requestServed({ ...refusal, requestId: `r${i}`, status: 400 });
+    expect(lines.map((l) => [l.reqId, l.sampled])).toEqual([
+      ['r3', 3],
+      ['h2', 2],
+      ['n1', undefined],
+      ['r6', 3],
+    ]);
+    expect(await sample(telemetry, 'stacks_proxy_http_requests_total', { status: '429' })).toBe(4);
+  });
+
   it('with the access log off, logs no request but still counts it', async () => {
     const { telemetry, lines } = telemetryWithLog({ accessLog: { enabled: false, hitsEvery: 1 } });
     telemetry.requestServed({ requestId: 'm', method: 'GET', route: 'block', status: 200, cache: 'MISS', seconds: 0.001 });
