@@ -27,6 +27,7 @@ import { startHttpServer, type RunningServer } from './http/server-lifecycle.js'
 import { createAdminListener } from './http/admin/admin-listener.js';
 import { cacheStats } from './http/admin/cache-stats.js';
 import { Purger, purgeChannelName } from './cache/purger.js';
+import { PurgeCoalescer } from './cache/purge-coalescer.js';
 import { RedisPurgeChannel } from './cache/redis-purge-channel.js';
 import { ROUTE_BY_ID, ROUTES } from './routes/route-table.js';
 import { RedisBudget } from './cache/redis-rate-limit.js';
@@ -103,6 +104,8 @@ function createAdmin(
   const { logger, telemetry, store, redis, tracker } = parts;
   const keyPrefix = config.cache.keyPrefix;
   const purger = new Purger({ memory: store.memory, redis, keyPrefix, telemetry });
+  // A storm of admin purges is carried out at most once per window (purge-coalescer.ts).
+  const coalescer = new PurgeCoalescer({ apply: (selector) => purger.purge(selector), coalesceMs: config.cache.purge.coalesceMs, telemetry });
   const channel =
     config.redis.url === null
       ? undefined
@@ -120,7 +123,7 @@ function createAdmin(
     readiness: parts.readiness,
     token: config.admin.token,
     keyPrefix,
-    purge: (selector) => purger.purge(selector),
+    purge: (selector) => coalescer.purge(selector),
     lookup: async (key) => (await store.get(key))?.entry,
     stats: async () =>
       cacheStats({

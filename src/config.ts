@@ -176,6 +176,13 @@ export const ConfigSchema = z
             waitMs: positiveInt.describe('Longest wait for another instance before fetching anyway'),
           })
           .strict(),
+        purge: z
+          .object({
+            coalesceMs: nonNegativeInt.describe(
+              'Admin purges arriving while one runs or within this long after it are carried out together, once (all subsumes the rest); 0: only those arriving while one runs',
+            ),
+          })
+          .strict(),
       })
       .strict(),
     finality: z.object({ burnConfirmations: nonNegativeInt.describe('Burn blocks on top before data is final') }).strict(),

@@ -152,6 +152,16 @@ export const METRICS = {
     ['kind', 'origin'],
   ),
   purgedEntries: counter('stacks_proxy_cache_purged_entries_total', 'Entries removed by admin purges, by tier (memory, redis).', ['tier']),
+  // A storm of purges shows as requests far above the purges carried out (cache/purge-coalescer.ts).
+  purgeRequests: counter(
+    'stacks_proxy_cache_purge_requests_total',
+    'Admin purge requests received by this instance (POST /admin/purge with a valid body), by selector kind, before coalescing.',
+    ['kind'],
+  ),
+  purgesCoalesced: counter(
+    'stacks_proxy_cache_purges_coalesced_total',
+    'Admin purge requests answered by a purge they shared with other requests of the same coalescing batch (the same selector, or an all) instead of one of their own.',
+  ),
   // Rate limits (issue 9): tiers and results only, never a key name or an address.
   rateLimitRequests: counter(
     'stacks_proxy_rate_limit_requests_total',

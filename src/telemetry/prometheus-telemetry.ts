@@ -240,6 +240,14 @@ class PrometheusTelemetry implements ProxyTelemetry {
     if (removed.redis !== null) this.m.purgedEntries.labels({ tier: 'redis' }).inc(removed.redis);
   }
 
+  purgeRequested(kind: string): void {
+    this.m.purgeRequests.labels({ kind }).inc();
+  }
+
+  purgesCoalesced(count: number): void {
+    this.m.purgesCoalesced.inc(count);
+  }
+
   upstreamAnswered(upstream: string, route: string, status: number, seconds: number, failure?: { kind: string; message: string }): void {
     this.upstreamRequests(upstream, route, String(status)).inc();
     this.upstreamDurations(upstream, route).observe(seconds);

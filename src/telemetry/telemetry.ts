@@ -57,6 +57,10 @@ export interface Telemetry {
   etagScopeConfirmed(route: string): void;
   /** An admin purge carried out here: asked of this instance, or announced by a peer; entries removed per tier. */
   purged(kind: string, origin: 'admin' | 'peer', removed: { memory: number; redis: number | null }): void;
+  /** An admin purge request received (POST /admin/purge with a valid body), before coalescing. */
+  purgeRequested(kind: string): void;
+  /** Admin purge requests answered by another request's purge of the same batch instead of their own. */
+  purgesCoalesced(count: number): void;
 
   /**
    * An HTTP answer from an upstream; `failure` when the answer is a failure of that upstream
@@ -103,6 +107,8 @@ class NoopTelemetry implements Telemetry {
   reorgPurged(): void {}
   etagScopeConfirmed(): void {}
   purged(): void {}
+  purgeRequested(): void {}
+  purgesCoalesced(): void {}
   upstreamAnswered(): void {}
   upstreamFailed(): void {}
   upstreamRetried(): void {}

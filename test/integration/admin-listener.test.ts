@@ -333,3 +333,66 @@ describe('without Redis', () => {
     }
   });
 });
+
+describe('a purge storm', () => {
+  const BLOCK = '/extended/v2/blocks/1';
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const startCoalescing = (coalesceMs: number) =>
+    startTestProxy({ upstreamUrls: [upstream.url], overrides: { admin: { token: TOKEN }, cache: { purge: { coalesceMs } } } });
+
+  it('under steady traffic costs the upstream at most one refetch per coalescing window, and every purge is answered 200', async () => {
+    const WINDOW_MS = 200;
+    const proxy = await startCoalescing(WINDOW_MS);
+    try {
+      await xCache(proxy, BLOCK);
+      const fetchedBefore = upstream.count(BLOCK);
+      // A client reading the block without pause, and a purge of everything every 20 ms, not waiting for answers.
+      let stormOver = false;
+      const traffic = (async () => {
+        while (!stormOver) await xCache(proxy, BLOCK);
+      })();
+      const started = performance.now();
+      const purges: Array<Promise<RawResponse>> = [];
+      for (let i = 0; i < 50; i++) {
+        purges.push(admin(proxy, 'POST', '/admin/purge', { body: '{"all":true}' }));
+        await sleep(20);
+      }
+      const answers = await Promise.all(purges);
+      const elapsedMs = performance.now() - started;
+      stormOver = true;
+      await traffic;
+      expect(answers.map((answer) => answer.status)).toEqual(new Array(50).fill(200));
+
+      // The first purge at once, then at most one per window: a bound that grows with the time the storm really took.
+      const mostPurges = Math.ceil(elapsedMs / WINDOW_MS) + 1;
+      const carriedOut = await metricValue(proxy, 'stacks_proxy_cache_purges_total', { kind: 'all', origin: 'admin' });
+      expect(carriedOut).toBeLessThanOrEqual(mostPurges);
+      expect(upstream.count(BLOCK) - fetchedBefore).toBeLessThanOrEqual(carriedOut);
+      // What an alert sees: 50 asked, the rest coalesced into the ones carried out.
+      expect(await metricValue(proxy, 'stacks_proxy_cache_purge_requests_total', { kind: 'all' })).toBe(50);
+      expect(await metricValue(proxy, 'stacks_proxy_cache_purges_coalesced_total')).toBe(50 - carriedOut);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('answers a purge that waited for the next batch only after that batch purged its entry', async () => {
+    const proxy = await startCoalescing(2_000);
+    try {
+      await xCache(proxy, BLOCK);
+      expect((await purge(proxy, { all: true })) as unknown).toMatchObject({ coalesced: false, matched: { kind: 'all' } });
+      // Refilled within the window that purge opened.
+      expect(await xCache(proxy, BLOCK)).toBe('MISS');
+      expect(await xCache(proxy, BLOCK)).toBe('HIT');
+      // Two purges of the URL in that window: they wait for the next batch and share one purge.
+      const answers = await Promise.all([purge(proxy, { url: BLOCK }), purge(proxy, { url: BLOCK })]);
+      expect(answers.map((answer) => (answer as unknown as { coalesced: boolean }).coalesced)).toEqual([true, true]);
+      expect(answers.map((answer) => answer.purged.memory)).toEqual([1, 1]);
+      expect(await xCache(proxy, BLOCK)).toBe('MISS');
+      expect(await metricValue(proxy, 'stacks_proxy_cache_purges_total', { origin: 'admin' })).toBe(2);
+      expect(await metricValue(proxy, 'stacks_proxy_cache_purges_coalesced_total')).toBe(1);
+    } finally {
+      await proxy.close();
+    }
+  });
+});

@@ -118,6 +118,8 @@ describe('domain events', () => {
     ['reorgPurged', (t) => t.reorgPurged(), 'stacks_proxy_reorg_purged_entries_total', {}],
     ['upstreamRetried', (t) => t.upstreamRetried('http://a', 'block', 'reset'), 'stacks_proxy_upstream_retries_total', { route: 'block', reason: 'reset' }],
     ['reorgDetected', (t) => t.reorgDetected(7, { height: 9, burnHeight: 1 }, { height: 8, burnHeight: 1 }), 'stacks_proxy_reorgs_total', {}],
+    ['purgeRequested', (t) => t.purgeRequested('all'), 'stacks_proxy_cache_purge_requests_total', { kind: 'all' }],
+    ['purgesCoalesced', (t) => t.purgesCoalesced(1), 'stacks_proxy_cache_purges_coalesced_total', {}],
   ])('%s moves its counter by one per call', async (_event, fire, name, labels) => {
     const { telemetry } = telemetryWithLog();
     expect((await sample(telemetry, name, labels)) ?? 0).toBe(0);
@@ -450,7 +452,7 @@ describe('noopTelemetry', () => {
     // Reads, not events: the scrape and the admin API's lookup counts.
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape', 'lookupCounts']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(29); // 24 + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10)
+    expect(events.length).toBe(31); // 24 + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14)
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {

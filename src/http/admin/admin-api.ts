@@ -9,7 +9,7 @@ import type { Logger } from '../../logger.js';
 import { routeKey } from '../../cache/key.js';
 import type { CacheEntry } from '../../cache/entry.js';
 import type { PurgeSelector } from '../../cache/purge.js';
-import type { PurgeOutcome } from '../../cache/purger.js';
+import type { CoalescedOutcome } from '../../cache/purge-coalescer.js';
 import { bearerTokenCheck } from './admin-token.js';
 import { parsePurgeRequest } from './purge-request.js';
 import { requestIdOf } from '../request-log.js';
@@ -24,7 +24,8 @@ export interface AdminApiDeps {
   keyPrefix: string;
   logger: Logger;
   stats: () => Promise<Record<string, unknown>>;
-  purge: (selector: PurgeSelector) => Promise<PurgeOutcome>;
+  /** Resolves once the purge (or the one it was coalesced into) has been carried out here. */
+  purge: (selector: PurgeSelector) => Promise<CoalescedOutcome>;
   /** A cached entry by key (memory, then Redis), to find a block's other identifiers. */
   lookup: (key: string) => Promise<CacheEntry | undefined>;
 }
@@ -122,13 +123,16 @@ export function createAdminApi(deps: AdminApiDeps) {
     }
     const selector = request.kind === 'block' ? await blockSelector(request.ref, deps) : request.selector;
     const outcome = await deps.purge(selector);
-    deps.logger.info({ reqId: requestId, purge: selector, memory: outcome.memory, redis: outcome.redis, redisError: outcome.redisError }, 'admin purge');
+    deps.logger.info(
+      { reqId: requestId, purge: selector, applied: outcome.applied, coalesced: outcome.coalesced, memory: outcome.memory, redis: outcome.redis, redisError: outcome.redisError },
+      'admin purge',
+    );
     if (outcome.redisError !== undefined) {
       const message = `purged ${outcome.memory} memory entries, but Redis failed: ${outcome.redisError}`;
       sendError(res, unavailable(message), 'NONE', ['x-request-id', requestId]);
       return;
     }
-    sendJson(res, 200, { purged: { memory: outcome.memory, redis: outcome.redis }, matched: selector }, requestId);
+    sendJson(res, 200, { purged: { memory: outcome.memory, redis: outcome.redis }, matched: outcome.applied, coalesced: outcome.coalesced }, requestId);
   };
 
   /** `path` is the decided path; returns false when it is not an admin API path. */
