@@ -433,14 +433,20 @@ describe('with Redis', () => {
     const own = await startRedis();
     try {
       const clock = { now: START + 10 * WINDOW_MS };
-      const proxy = await start({ anonymous: 1, redisUrl: own.url, clock });
+      const probeKey = 'probe-key-0123456789';
+      const proxy = await start({ anonymous: 1, redisUrl: own.url, clock, apiKeys: [{ name: 'probe', sha256: sha256Hex(probeKey), limit: 1000 }] });
+      // The budget's Redis connection comes up after start-up (until then limits fail open): wait
+      // for it with a key of its own, so that the anonymous budget below is untouched.
+      const probe = async () => (await get(proxy, TX, { 'x-api-key': probeKey })).headers.get('ratelimit-limit') !== null;
+      await waitFor(probe, { timeoutMs: 10_000, what: 'the shared budget to connect' });
+      const failedOpenBefore = await metricValue(proxy, 'stacks_proxy_rate_limit_fail_open_total');
       expect((await get(proxy, TX)).status).toBe(200);
       expect((await get(proxy, TX)).status).toBe(429);
       await own.stop();
       const answers = [await get(proxy, TX), await get(proxy, TX), await get(proxy, TX)];
       expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
       expect(answers.map((r) => r.headers.get('ratelimit-limit'))).toEqual([null, null, null]);
-      expect(await metricValue(proxy, 'stacks_proxy_rate_limit_fail_open_total')).toBe(3);
+      expect(await metricValue(proxy, 'stacks_proxy_rate_limit_fail_open_total')).toBe(failedOpenBefore + 3);
       expect((await get(proxy, '/health')).status).toBe(200);
 
       // Redis back (ioredis reconnects within a second): the shared budget applies again.
