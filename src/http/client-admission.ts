@@ -52,15 +52,13 @@ export function admitLocalUpgradeAnswer(
   req: IncomingMessage,
   reply: ErrorReply,
 ): NonNullable<UpgradeRefusal> | Promise<NonNullable<UpgradeRefusal>> {
-  const settle = ({ grant, refusal }: Admission): NonNullable<UpgradeRefusal> => {
-    telemetry.rateLimitDecided(grant.tier, grant.result);
-    return refusal ? { reply: refusal, headers: [...(refusal.headers ?? []), ...grant.headers] } : { reply, headers: grant.headers };
-  };
+  const settle = ({ grant, refusal }: Admission): NonNullable<UpgradeRefusal> =>
+    decided(telemetry, grant, refusal ? { reply: refusal, headers: [...(refusal.headers ?? []), ...grant.headers] } : { reply, headers: grant.headers });
   const admission = admitClient(limiter, req);
   return admission instanceof Promise ? admission.then(settle) : settle(admission);
 }
 
-function decided(telemetry: Telemetry, grant: LimitGrant, refusal: UpgradeRefusal): UpgradeRefusal {
+function decided<Answer extends UpgradeRefusal>(telemetry: Telemetry, grant: LimitGrant, refusal: Answer): Answer {
   telemetry.rateLimitDecided(grant.tier, grant.result);
   return refusal;
 }

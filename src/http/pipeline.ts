@@ -13,7 +13,8 @@
  * limited; every other request, a refused target too, is admitted by the limiter first (401 for
  * an unknown API key, 429 over budget, never reaching the cache or the upstream), and its answer
  * carries the ratelimit-* headers: a client sending refused targets meets its budget as any other.
- * Refusals (step 0's 400, 401, 429) are marked so, for the access log's sampling of them. Passthrough requests always reach the upstream, so they pay a miss.
+ * Passthrough requests always reach the upstream, so they pay a miss. Refusals (step 0's 400,
+ * 401, 429) are marked as such on their record: the access log samples them.
  * WebSocket upgrades do not come here: the server hands them to the passthrough directly,
  * which admits them against the same budgets (client-admission.ts).
  */
