@@ -111,7 +111,7 @@ export async function startFramingUpstream(): Promise<FramingUpstream> {
     sockets.add(socket);
     socket.on('error', () => undefined);
     socket.once('close', () => sockets.delete(socket));
-    let buffer = Buffer.alloc(0);
+    let buffer: Buffer = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
       buffer = Buffer.concat([buffer, chunk]);
       for (;;) {
