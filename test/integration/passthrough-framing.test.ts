@@ -99,6 +99,23 @@ describe('passthrough answers the client did not ask for', () => {
     expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'invalid' })).toBe(1);
   });
 
+  it('never hands an answer the upstream sent unasked to the next client', async () => {
+    const { upstream, proxy } = await setup();
+    upstream.respondWith((request, socket) => {
+      if (request.target !== '/v2/twice') return false;
+      const ghost = '{"target":"/v2/ghost"}';
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\nContent-Length: ${ghost.length}\r\n\r\n${ghost}`);
+      return true;
+    });
+    const [first] = parseResponses(await exchangeRaw(proxy.port, head('GET', '/v2/twice', ['Connection: close'])));
+    expect(first?.body).toBe('{}');
+    // Fresh client connections, one after the other: each gets the answer to its own request.
+    for (let i = 0; i < 3; i++) {
+      const [answer] = parseResponses(await exchangeRaw(proxy.port, head('GET', `/v2/info?n=${i}`, ['Connection: close'])));
+      expect(JSON.parse(answer?.body ?? '').target).toBe(`/v2/info?n=${i}`);
+    }
+  });
+
   it('answers 504 in the upstream error shape when no answer starts before passthrough.answerDeadlineMs', async () => {
     const { upstream, proxy } = await setup({ passthrough: { answerDeadlineMs: 300 } });
     upstream.respondWith((request) => request.target === '/v2/never');
