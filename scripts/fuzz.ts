@@ -127,21 +127,33 @@ function record<T>(result: fc.RunDetails<[T]>, seed: number, lane: Finding['lane
   }
 }
 
-async function runLane(index: number, budget: number): Promise<void> {
-  const lane = await startFuzzLane();
+/** A kind of lane: how to start one, its property, and how a counterexample is summed up. */
+interface LaneKind<Lane extends { close(): Promise<void> }, Case> {
+  name: Finding['lane'];
+  start: () => Promise<Lane>;
+  property: (lane: Lane, state: RunState, skipKnown: boolean) => fc.IAsyncPropertyWithHooks<[Case]>;
+  summary: (value: Case) => { counterexample: string; size: number };
+}
+
+const REQUEST_LANES: LaneKind<FuzzLane, FuzzRequest> = { name: 'requests', start: startFuzzLane, property: propertyFor, summary: requestSummary };
+const PASSTHROUGH_LANE: LaneKind<FramingLane, FramingCase> = { name: 'passthrough', start: startFramingLane, property: passthroughPropertyFor, summary: framingSummary };
+
+async function runLane<Lane extends { close(): Promise<void> }, Case>(kind: LaneKind<Lane, Case>, seedOffset: number, budget: number): Promise<void> {
+  if (budget <= 0) return;
+  const lane = await kind.start();
   try {
     let remaining = budget;
     for (let attempt = 0; remaining > 0 && performance.now() < deadline; attempt++) {
       // Each property run after a failure starts from a new seed derived from the run's seed.
-      const seed = (SEED + index * 7_919 + attempt * 104_729) | 0;
+      const seed = (SEED + seedOffset + attempt * 104_729) | 0;
       const state: RunState = { shrinking: false, cases: 0 };
-      const result = await fc.check(propertyFor(lane, state, true), {
+      const result = await fc.check(kind.property(lane, state, true), {
         seed,
         numRuns: remaining,
         interruptAfterTimeLimit: Math.max(1, deadline - performance.now()),
       });
       remaining -= Math.max(1, state.cases);
-      record(result, seed, 'requests', requestSummary);
+      record(result, seed, kind.name, kind.summary);
       if (!result.failed) break;
     }
   } finally {
@@ -149,53 +161,15 @@ async function runLane(index: number, budget: number): Promise<void> {
   }
 }
 
-/** The passthrough framing lane: the same loop over its own property. */
-async function runPassthroughLane(budget: number): Promise<void> {
-  if (budget <= 0) return;
-  const lane = await startFramingLane();
+async function replay<Lane extends { close(): Promise<void> }, Case>(kind: LaneKind<Lane, Case>, seed: number, path: string): Promise<void> {
+  const lane = await kind.start();
   try {
-    let remaining = budget;
-    for (let attempt = 0; remaining > 0 && performance.now() < deadline; attempt++) {
-      const seed = (SEED + 15_485_863 + attempt * 104_729) | 0;
-      const state: RunState = { shrinking: false, cases: 0 };
-      const result = await fc.check(passthroughPropertyFor(lane, state, true), {
-        seed,
-        numRuns: remaining,
-        interruptAfterTimeLimit: Math.max(1, deadline - performance.now()),
-      });
-      remaining -= Math.max(1, state.cases);
-      record(result, seed, 'passthrough', framingSummary);
-      if (!result.failed) break;
-    }
+    const result = await fc.check(kind.property(lane, { shrinking: false, cases: 0 }, false), { seed, path, numRuns: 1, endOnFailure: true });
+    record(result, seed, kind.name, kind.summary);
+    if (!result.failed) write(`replay: seed ${seed} path ${path} passes now`);
   } finally {
     await lane.close();
   }
-}
-
-async function replay(seed: number, path: string): Promise<void> {
-  const state: RunState = { shrinking: false, cases: 0 };
-  const options = { seed, path, numRuns: 1, endOnFailure: true };
-  let failed: boolean;
-  if (REPLAY_PASSTHROUGH) {
-    const lane = await startFramingLane();
-    try {
-      const result = await fc.check(passthroughPropertyFor(lane, state, false), options);
-      record(result, seed, 'passthrough', framingSummary);
-      failed = result.failed;
-    } finally {
-      await lane.close();
-    }
-  } else {
-    const lane = await startFuzzLane();
-    try {
-      const result = await fc.check(propertyFor(lane, state, false), options);
-      record(result, seed, 'requests', requestSummary);
-      failed = result.failed;
-    } finally {
-      await lane.close();
-    }
-  }
-  if (!failed) write(`replay: seed ${seed} path ${path} passes now`);
 }
 
 function report(): number {
@@ -224,7 +198,7 @@ function report(): number {
 async function main(): Promise<number> {
   if (REPLAY_PATH) {
     write(`fuzz: replaying seed ${SEED} path ${REPLAY_PATH}`);
-    await replay(SEED, REPLAY_PATH);
+    await (REPLAY_PASSTHROUGH ? replay(PASSTHROUGH_LANE, SEED, REPLAY_PATH) : replay(REQUEST_LANES, SEED, REPLAY_PATH));
     return report();
   }
   write(`fuzz: ${RUNS} cases, ${LANES} lanes, ${PASSTHROUGH_RUNS} passthrough framing cases, seed ${SEED}, at most ${MAX_SECONDS} s`);
@@ -235,8 +209,8 @@ async function main(): Promise<number> {
   progress.unref();
   const perLane = Math.ceil(RUNS / LANES);
   await Promise.all([
-    ...Array.from({ length: LANES }, (_, index) => runLane(index, Math.max(0, Math.min(perLane, RUNS - index * perLane)))),
-    runPassthroughLane(PASSTHROUGH_RUNS),
+    ...Array.from({ length: LANES }, (_, index) => runLane(REQUEST_LANES, index * 7_919, Math.max(0, Math.min(perLane, RUNS - index * perLane)))),
+    runLane(PASSTHROUGH_LANE, 15_485_863, PASSTHROUGH_RUNS),
   ]);
   clearInterval(progress);
   return report();

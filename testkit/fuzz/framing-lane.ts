@@ -5,11 +5,8 @@
  * a time, so every request the upstream parses during a case belongs to it.
  */
 import { connect } from 'node:net';
-import { startProxy, type ProxyServer } from '../../src/composition-root.js';
-import { createLogger } from '../../src/logger.js';
 import { startFramingUpstream, type FramingUpstream } from '../framing-upstream.js';
-import { testConfig } from '../proxy-config.js';
-import { FUZZ_REQUEST_TIMEOUT_MS } from './lane.js';
+import { FUZZ_REQUEST_TIMEOUT_MS, startLaneProxy } from './lane.js';
 import { parsedLine, wireBytes, type FramingCase, type FramingReport } from './passthrough-framing.js';
 
 export interface FramingLane {
@@ -39,14 +36,7 @@ function exchange(port: number, bytes: string, deadlineMs: number): Promise<Fram
 
 export async function startFramingLane(): Promise<FramingLane> {
   const upstream: FramingUpstream = await startFramingUpstream();
-  const config = testConfig({ upstreamUrls: [upstream.url], overrides: { server: { requestTimeoutMs: FUZZ_REQUEST_TIMEOUT_MS } } });
-  let proxy: ProxyServer;
-  try {
-    proxy = await startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: false });
-  } catch (error) {
-    await upstream.close();
-    throw error;
-  }
+  const proxy = await startLaneProxy(upstream, { server: { requestTimeoutMs: FUZZ_REQUEST_TIMEOUT_MS } });
   const run = async (framing: FramingCase): Promise<FramingReport> => {
     upstream.reset();
     const received = await exchange(proxy.port, wireBytes(framing), FUZZ_REQUEST_TIMEOUT_MS);
