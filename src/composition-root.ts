@@ -21,6 +21,7 @@ import { UpstreamClient } from './upstream/client.js';
 import { UpstreamHealth } from './upstream/health.js';
 import { upstreamHeadersFor } from './upstream/outgoing-headers.js';
 import { createPassthrough } from './http/passthrough.js';
+import { PassthroughClient } from './upstream/passthrough-client.js';
 import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
 import { startHttpServer, type RunningServer } from './http/server-lifecycle.js';
@@ -232,6 +233,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   };
 
   const limits = createRateLimiter(config, telemetry, now, logger);
+  const passthroughClient = new PassthroughClient({ connectTimeoutMs: config.upstream.connectTimeoutMs, answerDeadlineMs: config.passthrough.answerDeadlineMs });
   const passthrough = config.passthrough.enabled
     ? createPassthrough({
         rateLimiter: limits?.limiter,
@@ -242,6 +244,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         websocketHandshakeTimeoutMs: config.passthrough.websocketHandshakeTimeoutMs,
         websocketIdleTimeoutMs: config.passthrough.websocketIdleTimeoutMs,
         timeoutMs: config.server.requestTimeoutMs,
+        client: passthroughClient,
+        answerDeadlineMs: config.passthrough.answerDeadlineMs,
         telemetry,
         // The operator's headers (x-api-key, configured per upstream): the same ones reads and
         // tip polls send, on passthrough requests and WebSocket upgrades too.
@@ -301,6 +305,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     await store.close();
     await limits?.budget.close();
     await upstream.close();
+    await passthroughClient.close();
   };
 
   return {

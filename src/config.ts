@@ -204,6 +204,9 @@ export const ConfigSchema = z
         websocketPrefixes: z.array(pathPrefix).describe('Paths WebSocket upgrades are forwarded on; other upgrades get a 404 and are closed'),
         websocketHandshakeTimeoutMs: positiveInt.describe("Longest wait for the upstream's answer to an upgrade; then 504 and the connection closes"),
         websocketIdleTimeoutMs: positiveInt.describe('A WebSocket with no traffic either way for this long is closed'),
+        answerDeadlineMs: positiveInt.describe(
+          "Longest a passthrough answer may take, head and body; before its head: 504, later: the client connection is cut",
+        ),
       })
       .strict(),
     // Rate limits and client API keys (issue 9).

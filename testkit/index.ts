@@ -22,6 +22,7 @@ export {
 } from './fixtures.js';
 export type { RecordedHeaders, Recording } from './fixtures.js';
 export { freePort } from './free-port.js';
+export { parseRequest, startFramingUpstream, type FramingResponder, type FramingUpstream, type ParsedRequest } from './framing-upstream.js';
 export { exited, isAnswering, isPortOpen, stopChild, waitFor, type WaitOptions } from './processes.js';
 export { testConfig, type TestConfigOptions } from './proxy-config.js';
 export { startRedis, startRedisCluster, startRedisSentinel, type TestRedis, type TestRedisDeployment } from './redis-server.js';

@@ -19,9 +19,11 @@ export function isAllowedPath(path: string, prefixes: readonly string[]): boolea
 }
 
 /**
- * The client's headers that reach the upstream: content negotiation, the body's framing and
- * type, conditional requests, CORS preflight, the user agent. Never Cookie, Authorization,
- * X-API-Key or anything else a client may use to speak for the operator or itself.
+ * The client's headers that reach the upstream: content negotiation, the body's type,
+ * conditional requests, CORS preflight, the user agent. Never Cookie, Authorization, X-API-Key
+ * or anything else a client may use to speak for the operator or itself; never the body's
+ * framing either (Content-Length, Transfer-Encoding): that is decided from what Node parsed,
+ * by requestBodyFraming() below, so no header a client sends can change it.
  */
 const FORWARDED_HEADERS = [
   'accept',
@@ -29,7 +31,6 @@ const FORWARDED_HEADERS = [
   'accept-encoding',
   'accept-language',
   'content-type',
-  'content-length',
   'content-encoding',
   'if-none-match',
   'if-modified-since',
@@ -65,7 +66,31 @@ function connectionNamed(headers: IncomingHttpHeaders): Set<string> {
   return named;
 }
 
-/** The headers of the request the upstream gets for this client request. */
+/**
+ * Methods whose requests carry no body upstream (RFC 9110 §9.3: a body on them has no defined
+ * meaning, and the upstream's server would read one as the start of the next request if it came
+ * unframed). A client's body on them is read and dropped here, never forwarded.
+ */
+const METHODS_WITHOUT_BODY = new Set(['GET', 'HEAD', 'TRACE', 'DELETE', 'OPTIONS']);
+
+/**
+ * How the body of the upstream request is framed: none; exactly the Content-Length Node parsed
+ * the client's body with; or chunked, for a client body Node de-chunked. Never from Connection
+ * (a client naming Content-Length there changes nothing), never both.
+ */
+export type BodyFraming = { kind: 'none' } | { kind: 'length'; length: string } | { kind: 'chunked' };
+
+const NO_BODY: BodyFraming = { kind: 'none' };
+
+export function requestBodyFraming(method: string, incoming: IncomingHttpHeaders): BodyFraming {
+  if (METHODS_WITHOUT_BODY.has(method)) return NO_BODY;
+  // Node refuses a request with both, or with a Transfer-Encoding that does not end in chunked.
+  if (incoming['transfer-encoding'] !== undefined) return { kind: 'chunked' };
+  const length = single(incoming['content-length']);
+  return length === undefined ? NO_BODY : { kind: 'length', length };
+}
+
+/** The headers of the request the upstream gets for this client request (without framing: see requestBodyFraming). */
 export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, context: ForwardContext): Record<string, string> {
   const hopByHop = connectionNamed(incoming);
   const out: Record<string, string> = {};
@@ -74,8 +99,6 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, context: F
     if (value !== undefined && !hopByHop.has(name)) out[name] = value;
   };
   for (const name of FORWARDED_HEADERS) copy(name);
-  // Node has already de-chunked the body; the outgoing request chunks it again when it has no length.
-  if (incoming['transfer-encoding'] !== undefined && out['content-length'] === undefined) out['transfer-encoding'] = 'chunked';
   if (context.upgrade) {
     for (const name of WEBSOCKET_HEADERS) {
       const value = single(incoming[name]);

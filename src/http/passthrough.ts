@@ -4,7 +4,8 @@
  * the preferred upstream uncached, so switching a base URL breaks nothing. Only allowed paths
  * go (forward-policy.ts), with the path the pipeline decided (request-target.ts) byte for
  * byte and an allow-listed set of the client's headers plus the operator's.
- * http-proxy-middleware is used as a plain (req, res, next) function: no framework needed.
+ * HTTP requests go through undici, which frames them strictly (passthrough-forward.ts);
+ * WebSocket upgrades through http-proxy-middleware's upgrade path, used as a plain function.
  */
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -12,10 +13,13 @@ import { createProxyMiddleware } from 'http-proxy-middleware';
 import { badUrl, failureReply, routeNotFound, type ErrorReply } from '../errors.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { clientResponseHeaders, isAllowedPath, upstreamRequestHeaders } from './forward-policy.js';
+import { classifyTransportError } from '../upstream/errors.js';
+import type { PassthroughClient } from '../upstream/passthrough-client.js';
+import { isAllowedPath, upstreamRequestHeaders } from './forward-policy.js';
+import { createHttpForwarder } from './passthrough-forward.js';
 import { requestIdOf } from './request-log.js';
 import { decideTarget } from './request-target.js';
-import { sendError, sendSocketError } from './respond.js';
+import { sendSocketError } from './respond.js';
 import { admitLocalUpgradeAnswer, admitUpgrade, type UpgradeRefusal } from './client-admission.js';
 
 export interface PassthroughOptions {
@@ -30,7 +34,12 @@ export interface PassthroughOptions {
   websocketHandshakeTimeoutMs: number;
   /** A tunnel with no bytes either way for this long is closed on both sides. */
   websocketIdleTimeoutMs: number;
+  /** Idle limit of an upgrade request's upstream socket before its 101. */
   timeoutMs: number;
+  /** The HTTP transport (undici pools of their own). */
+  client: PassthroughClient;
+  /** The total deadline of an HTTP answer, head and body (passthrough.answerDeadlineMs). */
+  answerDeadlineMs: number;
   telemetry: Telemetry;
   /** The operator's headers for an upstream (its API key, configured headers); none by default. */
   operatorHeaders?: (origin: string) => Readonly<Record<string, string>>;
@@ -41,7 +50,7 @@ export interface PassthroughOptions {
 export interface Passthrough {
   /** Whether a decided path may be forwarded at all. */
   allows(path: string): boolean;
-  /** Sends the request on and its answer back (with X-Cache: BYPASS), or a 502 when it fails. */
+  /** Sends the request on and its answer back (with X-Cache: BYPASS), or a 502/504 when it fails. */
   forward(req: IncomingMessage, res: ServerResponse, requestId: string): void;
   /** The server's 'upgrade' listener: WebSockets on their paths go on to the same upstream. */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
@@ -49,34 +58,25 @@ export interface Passthrough {
 
 const NO_OPERATOR_HEADERS = (): Readonly<Record<string, string>> => ({});
 
-function answerFailure(res: ServerResponse): void {
-  if (res.headersSent) res.destroy();
-  else sendError(res, failureReply('passthrough'), 'BYPASS');
-}
-
 export function createPassthrough(options: PassthroughOptions): Passthrough {
   const operatorHeaders = options.operatorHeaders ?? NO_OPERATOR_HEADERS;
-  // The upstream chosen for each request, once: its credentials and its address must agree.
+  const forwardHttp = createHttpForwarder(options);
+  // The upstream chosen for each upgrade, once: its credentials and its address must agree.
   const chosen = new WeakMap<IncomingMessage, string>();
-  // When each proxied request left, for the upstream latency metric.
-  const sentAt = new WeakMap<IncomingMessage, bigint>();
-  // Requests the upstream has answered in full: a failure to send the rest of their body after
-  // an early answer (a 413 to a large POST) is no failure of the upstream, and the answer stands.
-  const answered = new WeakSet<IncomingMessage>();
   // Upgrade sockets that have had their answer (a 101, or an error written by the proxy).
   const settled = new WeakSet<Socket>();
   const upstreamOf = (req: IncomingMessage): string => chosen.get(req) ?? options.target();
 
-  const prepare = (req: IncomingMessage, requestId: string, upgrade: boolean): void => {
+  /** The upstream for this request, and the headers it gets there. */
+  const prepare = (req: IncomingMessage, requestId: string, upgrade: boolean): { origin: string; headers: Record<string, string> } => {
     const origin = options.target();
-    chosen.set(req, origin);
-    // http-proxy-middleware copies req.headers onto the upstream request: replace them with the allowed set.
-    req.headers = upstreamRequestHeaders(req.headers, {
+    const headers = upstreamRequestHeaders(req.headers, {
       requestId,
       clientAddress: req.socket.remoteAddress,
       upgrade,
       operatorHeaders: operatorHeaders(origin),
     });
+    return { origin, headers };
   };
 
   /** An upgrade that gets no tunnel: an HTTP answer in the upstream's shape, and the connection closes. */
@@ -109,6 +109,7 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
     });
   };
 
+  // Only its upgrade path is used: HTTP requests go through forwardHttp.
   const middleware = createProxyMiddleware<IncomingMessage, ServerResponse>({
     target: options.target(),
     router: (req) => upstreamOf(req),
@@ -120,27 +121,11 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
     ws: false,
     proxyTimeout: options.timeoutMs,
     on: {
-      proxyReq: (_proxyReq, req) => {
-        sentAt.set(req, process.hrtime.bigint());
-      },
       proxyReqWs: (proxyReq, _req, socket) => watchWebSocket(proxyReq, socket as Socket),
-      error: (error, req, resOrSocket) => {
-        if (answered.has(req)) return;
-        options.telemetry.passthroughFailed(upstreamOf(req), error);
-        if ('writeHead' in resOrSocket) answerFailure(resOrSocket as ServerResponse);
-        else failSocket(resOrSocket as Socket, failureReply('passthrough'));
-      },
-      proxyRes: (proxyRes, req, res) => {
-        proxyRes.once('end', () => answered.add(req));
-        // http-proxy-middleware copies these onto the answer next; without a Connection header
-        // it would add `keep-alive` even to a client that asked to close.
-        proxyRes.headers = clientResponseHeaders(proxyRes.headers, res.shouldKeepAlive);
-        res.setHeader('x-cache', 'BYPASS');
-        const started = sentAt.get(req);
-        if (started !== undefined) {
-          const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-          options.telemetry.passthroughAnswered(upstreamOf(req), proxyRes.statusCode ?? 0, seconds);
-        }
+      error: (error, req, socket) => {
+        const origin = upstreamOf(req);
+        options.telemetry.passthroughFailed(origin, classifyTransportError(error, origin));
+        failSocket(socket as Socket, failureReply('passthrough'));
       },
     },
   });
@@ -148,12 +133,8 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
   return {
     allows: (path) => isAllowedPath(path, options.allowedPrefixes),
     forward: (req, res, requestId) => {
-      prepare(req, requestId, false);
-      // The middleware calls next(error) after a failure it has already answered through the
-      // 'error' listener above, and also when it could not pick a target, which it has not.
-      void middleware(req, res, () => {
-        if (!res.headersSent) answerFailure(res);
-      });
+      const { origin, headers } = prepare(req, requestId, false);
+      forwardHttp(req, res, origin, headers);
     },
     upgrade: (req, socket, head) => {
       const limiter = options.rateLimiter;
@@ -174,7 +155,10 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
         if (refusal) return failSocket(socket, refusal.reply, refusal.headers);
         // The client may have gone while a shared budget answered.
         if (socket.destroyed) return;
-        prepare(req, requestIdOf(req), true);
+        const { origin, headers } = prepare(req, requestIdOf(req), true);
+        chosen.set(req, origin);
+        // http-proxy-middleware copies req.headers onto the upstream request: replace them with the allowed set.
+        req.headers = headers;
         middleware.upgrade(req, socket, head);
       };
       if (!limiter) return open(null);

@@ -310,10 +310,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.upstreamDurations(upstream, 'passthrough').observe(seconds);
   }
 
-  passthroughFailed(upstream: string, error: unknown): void {
+  passthroughFailed(upstream: string, error: { kind: string; message: string }): void {
     this.upstreamRequests(upstream, 'passthrough', 'error').inc();
-    this.upstreamErrors(upstream, 'connect').inc();
-    this.logger.warn({ upstream, err: messageOf(error) }, 'passthrough to upstream failed');
+    this.upstreamErrors(upstream, error.kind).inc();
+    this.logger.warn({ upstream, kind: error.kind, err: error.message }, 'passthrough to upstream failed');
   }
 
   rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void {

@@ -82,7 +82,8 @@ export interface Telemetry {
   tipJumpHeld(upstream: string, believed: TipLike, reported: TipLike): void;
 
   passthroughAnswered(upstream: string, status: number, seconds: number): void;
-  passthroughFailed(upstream: string, error: unknown): void;
+  /** A passthrough request or upgrade that got no answer, or lost it mid-body (kind: UpstreamErrorKind). */
+  passthroughFailed(upstream: string, error: { kind: string; message: string }): void;
 
   /** One limited request's outcome, when its answer is written (rate limiting on). */
   rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void;

@@ -85,16 +85,18 @@ describe('an upstream that answers a large upload early', () => {
     const proxy = await proxyFor(upstream.url);
     upstream.failNext(1, { status: 413, close: true }, /^\/v2\/transactions/);
     const body = Buffer.alloc(16 * 1024 * 1024, 7);
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const answer = await new Promise<{ status: number; body: string; connection?: string }>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port: proxy.port, path: '/v2/transactions', method: 'POST', headers: { 'content-type': 'application/octet-stream', 'content-length': body.length } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), connection: res.headers.connection }));
       });
       req.on('error', reject);
       req.end(body);
     });
     expect(answer.status).toBe(413);
+    // The rest of the upload is not read: the connection closes after the answer.
+    expect(answer.connection).toBe('close');
     expect(JSON.parse(answer.body)).toMatchObject({ statusCode: 413 });
     expect(await metricValue(proxy, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: '413' })).toBe(1);
     expect(await metricValue(proxy, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: 'error' })).toBe(0);

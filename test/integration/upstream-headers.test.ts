@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createPassthrough } from '../../src/http/passthrough.js';
 import { noopTelemetry } from '../../src/telemetry/telemetry.js';
+import { PassthroughClient } from '../../src/upstream/passthrough-client.js';
 import { RECORDED } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { startTestProxy } from '../support/proxy-harness.js';
@@ -85,6 +86,8 @@ describe('the passthrough', () => {
   it('sends the operator\'s headers for the chosen upstream, over the client\'s', async () => {
     const upstream = await fakeUpstream();
     const origins: string[] = [];
+    const client = new PassthroughClient({ connectTimeoutMs: 1000, answerDeadlineMs: 5000 });
+    defer(() => client.close());
     const passthrough = createPassthrough({
       target: () => upstream.url,
       allowedPrefixes: ['/v2/'],
@@ -93,6 +96,8 @@ describe('the passthrough', () => {
       websocketHandshakeTimeoutMs: 1000,
       websocketIdleTimeoutMs: 1000,
       timeoutMs: 5000,
+      client,
+      answerDeadlineMs: 5000,
       telemetry: noopTelemetry,
       operatorHeaders: (origin) => {
         origins.push(origin);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientResponseHeaders, isAllowedPath, upstreamRequestHeaders } from '../../src/http/forward-policy.js';
+import { clientResponseHeaders, isAllowedPath, requestBodyFraming, upstreamRequestHeaders } from '../../src/http/forward-policy.js';
 
 const DEFAULT_PREFIXES = ['/extended', '/v1/', '/v2/', '/v3/', '/rosetta/', '/socket.io/'];
 
@@ -53,7 +53,6 @@ describe('upstreamRequestHeaders', () => {
       'accept-encoding': 'gzip',
       'accept-language': 'en',
       'content-type': 'application/octet-stream',
-      'content-length': '3',
       'user-agent': 'ua/1',
       'if-none-match': '"e"',
       'if-modified-since': 'Tue, 01 Jan 2030 00:00:00 GMT',
@@ -81,9 +80,12 @@ describe('upstreamRequestHeaders', () => {
     expect(upstreamRequestHeaders({ 'x-forwarded-proto': 'javascript' }, context)['x-forwarded-proto']).toBe('http');
   });
 
-  it('re-chunks a chunked body that has no length', () => {
-    expect(upstreamRequestHeaders({ 'transfer-encoding': 'chunked' }, context)['transfer-encoding']).toBe('chunked');
-    expect(upstreamRequestHeaders({ 'transfer-encoding': 'chunked', 'content-length': '4' }, context)['transfer-encoding']).toBeUndefined();
+  it('never forwards the framing headers, whatever Connection names', () => {
+    for (const connection of ['keep-alive', 'keep-alive, content-length', 'content-length, transfer-encoding']) {
+      const headers = upstreamRequestHeaders({ connection, 'content-length': '4', 'transfer-encoding': 'chunked' }, context);
+      expect(headers['content-length'], connection).toBeUndefined();
+      expect(headers['transfer-encoding'], connection).toBeUndefined();
+    }
   });
 
   it('carries the WebSocket handshake on upgrades only', () => {
@@ -104,6 +106,19 @@ describe('upstreamRequestHeaders', () => {
     const headers = upstreamRequestHeaders({ 'x-api-key': 'client', 'user-agent': 'client' }, { ...context, operatorHeaders: { 'X-API-Key': 'operator', 'User-Agent': 'proxy' } });
     expect(headers['x-api-key']).toBe('operator');
     expect(headers['user-agent']).toBe('proxy');
+  });
+});
+
+describe('requestBodyFraming', () => {
+  it.each(['GET', 'HEAD', 'TRACE', 'DELETE', 'OPTIONS'])('gives a %s no body, whatever its headers say', (method) => {
+    expect(requestBodyFraming(method, { 'content-length': '128', connection: 'keep-alive, content-length' })).toEqual({ kind: 'none' });
+    expect(requestBodyFraming(method, { 'transfer-encoding': 'chunked' })).toEqual({ kind: 'none' });
+  });
+
+  it('frames a body by the length Node parsed it with, else chunked, else none', () => {
+    expect(requestBodyFraming('POST', { 'content-length': '3', connection: 'content-length' })).toEqual({ kind: 'length', length: '3' });
+    expect(requestBodyFraming('PUT', { 'transfer-encoding': 'chunked', connection: 'transfer-encoding' })).toEqual({ kind: 'chunked' });
+    expect(requestBodyFraming('PATCH', {})).toEqual({ kind: 'none' });
   });
 });
 

@@ -244,12 +244,12 @@ describe('domain events', () => {
   it('passthrough answers and failures count as upstream requests of route passthrough', async () => {
     const { telemetry, lines } = telemetryWithLog();
     telemetry.passthroughAnswered('http://a', 201, 0.05);
-    telemetry.passthroughFailed('http://a', new Error('ECONNREFUSED'));
+    telemetry.passthroughFailed('http://a', { kind: 'connect', message: 'ECONNREFUSED' });
     expect(await sample(telemetry, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: '201' })).toBe(1);
     expect(await sample(telemetry, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: 'error' })).toBe(1);
     expect(await sample(telemetry, 'stacks_proxy_upstream_request_duration_seconds_count', { route: 'passthrough' })).toBe(1);
     expect(await sample(telemetry, 'stacks_proxy_upstream_errors_total', { upstream: 'http://a', kind: 'connect' })).toBe(1);
-    expect(lines).toEqual([{ level: LEVEL.warn, upstream: 'http://a', err: 'ECONNREFUSED', msg: 'passthrough to upstream failed' }]);
+    expect(lines).toEqual([{ level: LEVEL.warn, upstream: 'http://a', kind: 'connect', err: 'ECONNREFUSED', msg: 'passthrough to upstream failed' }]);
   });
 
   it('storeError logs at debug level only', async () => {

@@ -41,16 +41,20 @@ const FUZZ_OVERRIDES = {
   cache: { memory: { maxBytes: 8 * 1024 * 1024 } },
 };
 
-export async function startFuzzLane(): Promise<FuzzLane> {
-  const upstream: FakeUpstream = await startFakeUpstream();
-  const config = testConfig({ upstreamUrls: [upstream.url], overrides: FUZZ_OVERRIDES });
-  let proxy: ProxyServer;
+/** The real proxy in-process in front of `upstream`; the upstream is closed when the proxy cannot start. */
+export async function startLaneProxy(upstream: { url: string; close(): Promise<void> }, overrides: Record<string, unknown>): Promise<ProxyServer> {
+  const config = testConfig({ upstreamUrls: [upstream.url], overrides });
   try {
-    proxy = await startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: false });
+    return await startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: false });
   } catch (error) {
     await upstream.close();
     throw error;
   }
+}
+
+export async function startFuzzLane(): Promise<FuzzLane> {
+  const upstream: FakeUpstream = await startFakeUpstream();
+  const proxy = await startLaneProxy(upstream, FUZZ_OVERRIDES);
   const toProxy = createRawClient(1);
   const toUpstream = createRawClient(1);
 

@@ -12,7 +12,8 @@ import type { CaseReport } from './lane.js';
 import { judgeUpstreamRequest, ownRouteAnswers } from './upstream-oracle.js';
 
 export interface Violation {
-  property: 'answers' | 'no-own-5xx' | 'upstream';
+  /** `framing`: the passthrough lane's (passthrough-framing.ts). */
+  property: 'answers' | 'no-own-5xx' | 'upstream' | 'framing';
   /** Groups equal failures: property, input origin and the kind of failure. */
   signature: string;
   detail: string;

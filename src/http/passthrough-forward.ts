@@ -1,0 +1,97 @@
+/**
+ * One passthrough HTTP request, sent through the passthrough's undici pools
+ * (upstream/passthrough-client.ts) and its answer streamed back. The guarantees (issue 14):
+ *   - the upstream parses exactly the one request the client sent: the body goes only framed
+ *     by the length Node parsed it with (or chunked), never on GET, HEAD, TRACE, DELETE or
+ *     OPTIONS (there it is read and dropped), and no header the client sends changes that;
+ *   - the answer has a total deadline (passthrough.answerDeadlineMs): passed before the answer's
+ *     head, a 504 in the upstream's shape; passed mid-body, the client connection is cut, since
+ *     its status is already sent;
+ *   - an answer the request did not ask for (a 101 to a request that asked for no upgrade) is
+ *     a 502, and the upstream connection it came on is closed by undici.
+ * Failures are counted and logged (telemetry.passthroughFailed) with their kind.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { failureReply } from '../errors.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import { abortAt } from '../upstream/abort-at.js';
+import { classifyTransportError, type UpstreamError } from '../upstream/errors.js';
+import type { PassthroughClient } from '../upstream/passthrough-client.js';
+import { clientResponseHeaders, requestBodyFraming } from './forward-policy.js';
+import { sendError } from './respond.js';
+
+export interface ForwardOptions {
+  client: PassthroughClient;
+  answerDeadlineMs: number;
+  telemetry: Telemetry;
+}
+
+/** The reason a request is aborted when its client has gone: nobody to answer, nothing to count. */
+class ClientGone extends Error {
+  override name = 'ClientGone';
+}
+
+/** Sends `req` to `origin` with `headers` (forward-policy.ts, framing not included) and answers `res`. */
+export type ForwardHttp = (req: IncomingMessage, res: ServerResponse, origin: string, headers: Record<string, string>) => void;
+
+export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
+  return (req, res, origin, headers) => {
+    const framing = requestBodyFraming(req.method ?? 'GET', req.headers);
+    // Node reads a dropped body to find the next request on the connection; nothing of it goes on.
+    if (framing.kind === 'none') req.resume();
+    const upstreamHeaders = framing.kind === 'length' ? { ...headers, 'content-length': framing.length } : headers;
+    const deadline = abortAt(options.answerDeadlineMs);
+    res.once('close', () => deadline.abort(new ClientGone('the client connection closed')));
+    const started = process.hrtime.bigint();
+
+    const fail = (error: UpstreamError): void => {
+      deadline.cancel();
+      if (deadline.signal.reason instanceof ClientGone) return;
+      options.telemetry.passthroughFailed(origin, error);
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      // A client body the upstream did not read in full leaves the connection out of step: close it.
+      if (!req.complete) res.shouldKeepAlive = false;
+      sendError(res, failureReply(error.kind === 'timeout' ? 'timeout' : 'passthrough'), 'BYPASS');
+    };
+
+    options.client
+      .send({
+        origin,
+        method: req.method ?? 'GET',
+        path: req.url ?? '/',
+        headers: upstreamHeaders,
+        // Not destroyed when undici stops early (an early answer): the client still gets that answer.
+        body: framing.kind === 'none' ? undefined : Readable.from(req.iterator({ destroyOnReturn: false }), { objectMode: false }),
+        signal: deadline.signal,
+      })
+      .then((answer) => {
+        if (!req.complete) res.shouldKeepAlive = false;
+        const outgoing = definedHeaders(clientResponseHeaders(answer.headers, res.shouldKeepAlive));
+        try {
+          res.setHeader('x-cache', 'BYPASS');
+          res.writeHead(answer.status, outgoing);
+        } catch (error) {
+          // A header Node will not write (it validates what undici parsed more strictly).
+          answer.body.destroy();
+          fail(classifyTransportError(error, origin));
+          return;
+        }
+        options.telemetry.passthroughAnswered(origin, answer.status, Number(process.hrtime.bigint() - started) / 1e9);
+        // Not pipeline(): a body that fails must be counted before the client connection is cut.
+        answer.body.once('error', (error) => fail(classifyTransportError(deadline.signal.reason ?? error, origin)));
+        answer.body.once('end', deadline.cancel);
+        res.once('close', () => answer.body.destroy());
+        answer.body.pipe(res);
+      }, fail);
+  };
+}
+
+function definedHeaders(headers: Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value;
+  return out;
+}

@@ -1,0 +1,143 @@
+/**
+ * The passthrough's framing at the byte level (issue 14): an upstream that parses every
+ * request itself and records it per connection (testkit/framing-upstream.ts) shows that the
+ * upstream parses exactly the requests the clients sent, whatever a client puts in Connection
+ * or in a body; and that an answer the client did not ask for (a 101) or one that never ends
+ * is cut off in bounded time.
+ */
+import { describe, expect, it } from 'vitest';
+import { startFramingUpstream, type FramingUpstream } from '../../testkit/index.js';
+import { useCleanups } from '../support/cleanups.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
+import { exchangeRaw, openSocket, parseResponses, readUntilClosed } from '../support/raw-socket.js';
+
+const { defer } = useCleanups();
+
+async function setup(overrides: Record<string, unknown> = {}) {
+  const upstream = await startFramingUpstream();
+  defer(() => upstream.close());
+  const proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides });
+  defer(() => proxy.close());
+  upstream.reset();
+  return { upstream, proxy };
+}
+
+/**
+ * What the upstream parsed for clients: one line per request, with the bytes of its body, in
+ * sorted order (the proxy works on a connection's pipelined requests side by side).
+ */
+const parsed = (upstream: FramingUpstream): string[] =>
+  upstream
+    .clientRequests()
+    .map((r) => `${r.method} ${r.target} ${JSON.stringify(r.body.toString('latin1'))}`)
+    .sort();
+
+const SMUGGLED = 'GET /extended/v1/SMUGGLED/../__internal HTTP/1.1\r\nHost: up\r\nX-API-Key: forged\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n';
+
+const head = (method: string, path: string, headers: string[]): string => `${[`${method} ${path} HTTP/1.1`, 'Host: p', ...headers].join('\r\n')}\r\n\r\n`;
+
+describe('passthrough request framing', () => {
+  it('forwards a GET whose Connection names Content-Length as that one GET, and never its body', async () => {
+    const { upstream, proxy } = await setup();
+    const attack = head('GET', '/extended/v1/info', ['Connection: keep-alive, content-length', `Content-Length: ${SMUGGLED.length}`]) + SMUGGLED;
+    const socket = await openSocket(proxy.port);
+    const received = readUntilClosed(socket);
+    // The same client connection goes on with an innocent request, which must get its own answer.
+    socket.write(attack + head('GET', '/v2/info', ['Connection: close']), 'latin1');
+    const answers = parseResponses(await received);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(answers.map((a) => JSON.parse(a.body).target)).toEqual(['/extended/v1/info', '/v2/info']);
+    expect(parsed(upstream)).toEqual(['GET /extended/v1/info ""', 'GET /v2/info ""'].sort());
+    expect(upstream.unparsed).toEqual([]);
+  });
+
+  it.each(['GET', 'HEAD', 'TRACE', 'DELETE', 'OPTIONS'])('drops the body of a %s, Content-Length or chunked, whatever Connection names', async (method) => {
+    const { upstream, proxy } = await setup();
+    const connections = ['keep-alive, content-length', 'content-length, transfer-encoding', 'keep-alive'];
+    for (const connection of connections) {
+      await exchangeRaw(proxy.port, head(method, '/v2/info', [`Connection: ${connection}`, `Content-Length: ${SMUGGLED.length}`]) + SMUGGLED + head('GET', '/v2/after', ['Connection: close']));
+      const chunked = `${SMUGGLED.length.toString(16)}\r\n${SMUGGLED}\r\n0\r\n\r\n`;
+      await exchangeRaw(proxy.port, head(method, '/v2/info', [`Connection: ${connection}`, 'Transfer-Encoding: chunked']) + chunked + head('GET', '/v2/after', ['Connection: close']));
+    }
+    const once = [`${method} /v2/info ""`, 'GET /v2/after ""'];
+    expect(parsed(upstream)).toEqual(Array.from({ length: connections.length * 2 }, () => once).flat().sort());
+    for (const request of upstream.clientRequests()) {
+      expect(request.headers['content-length'], request.method).toBeUndefined();
+      expect(request.headers['transfer-encoding'], request.method).toBeUndefined();
+    }
+    expect(upstream.unparsed).toEqual([]);
+  });
+
+  it('forwards a POST body framed by the length Node parsed, whatever Connection names, and the next request after it', async () => {
+    const { upstream, proxy } = await setup();
+    const body = `{"tx":"${'ab'.repeat(40)}"}`;
+    const post = head('POST', '/v2/transactions', ['Connection: keep-alive, content-length, transfer-encoding', 'Content-Type: application/json', `Content-Length: ${body.length}`]) + body;
+    const chunkedPost =
+      head('POST', '/v2/transactions', ['Connection: transfer-encoding', 'Content-Type: application/json', 'Transfer-Encoding: chunked']) +
+      `5\r\n${body.slice(0, 5)}\r\n${(body.length - 5).toString(16)}\r\n${body.slice(5)}\r\n0\r\n\r\n`;
+    const answers = parseResponses(await exchangeRaw(proxy.port, post + chunkedPost + head('GET', '/v2/info', ['Connection: close'])));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(parsed(upstream)).toEqual([`POST /v2/transactions ${JSON.stringify(body)}`, `POST /v2/transactions ${JSON.stringify(body)}`, 'GET /v2/info ""'].sort());
+    expect(upstream.unparsed).toEqual([]);
+  });
+});
+
+describe('passthrough answers the client did not ask for', () => {
+  it('answers 502 to a 101 on a request that asked for no upgrade, and counts it', async () => {
+    const { upstream, proxy } = await setup();
+    upstream.respondWith((request, socket) => {
+      if (request.target !== '/v2/upgrade-anyway') return false;
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      return true;
+    });
+    const [answer, ...more] = parseResponses(await exchangeRaw(proxy.port, head('GET', '/v2/upgrade-anyway', ['Connection: close'])));
+    expect(more).toEqual([]);
+    expect(answer?.status).toBe(502);
+    expect(JSON.parse(answer?.body ?? '')).toEqual({ statusCode: 502, error: 'Bad Gateway', message: 'The upstream API is unavailable' });
+    expect(answer?.headers['x-cache']).toBe('BYPASS');
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: 'error' })).toBe(1);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'invalid' })).toBe(1);
+  });
+
+  it('never hands an answer the upstream sent unasked to the next client', async () => {
+    const { upstream, proxy } = await setup();
+    upstream.respondWith((request, socket) => {
+      if (request.target !== '/v2/twice') return false;
+      const ghost = '{"target":"/v2/ghost"}';
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\nContent-Length: ${ghost.length}\r\n\r\n${ghost}`);
+      return true;
+    });
+    const [first] = parseResponses(await exchangeRaw(proxy.port, head('GET', '/v2/twice', ['Connection: close'])));
+    expect(first?.body).toBe('{}');
+    // Fresh client connections, one after the other: each gets the answer to its own request.
+    for (let i = 0; i < 3; i++) {
+      const [answer] = parseResponses(await exchangeRaw(proxy.port, head('GET', `/v2/info?n=${i}`, ['Connection: close'])));
+      expect(JSON.parse(answer?.body ?? '').target).toBe(`/v2/info?n=${i}`);
+    }
+  });
+
+  it('answers 504 in the upstream error shape when no answer starts before passthrough.answerDeadlineMs', async () => {
+    const { upstream, proxy } = await setup({ passthrough: { answerDeadlineMs: 300 } });
+    upstream.respondWith((request) => request.target === '/v2/never');
+    const [answer] = parseResponses(await exchangeRaw(proxy.port, head('GET', '/v2/never', ['Connection: close'])));
+    expect(answer?.status).toBe(504);
+    expect(JSON.parse(answer?.body ?? '')).toEqual({ statusCode: 504, error: 'Gateway Timeout', message: 'The upstream API did not answer in time' });
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'timeout' })).toBe(1);
+  });
+
+  it('cuts the client connection when a trickling body outlasts passthrough.answerDeadlineMs, and counts it', async () => {
+    const { upstream, proxy } = await setup({ passthrough: { answerDeadlineMs: 300 } });
+    const declared = 100;
+    upstream.respondWith((request, socket) => {
+      if (request.target !== '/v2/trickle') return false;
+      // The head and one byte of the body now; the rest never comes (the upstream's slowest is a trickle).
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n{`);
+      return true;
+    });
+    // Keep-alive: only a cut ends this connection, since the answer never completes.
+    const stream = await exchangeRaw(proxy.port, head('GET', '/v2/trickle', []));
+    expect(stream).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(stream.slice(stream.indexOf('\r\n\r\n') + 4).length).toBeLessThan(declared);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'timeout' })).toBe(1);
+  });
+});
