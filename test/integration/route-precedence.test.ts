@@ -6,11 +6,12 @@
  * sent, through the passthrough, with X-Cache: BYPASS.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, testConfig, type FakeUpstream } from '../../testkit/index.js';
+import { RECORDED, startFakeUpstream, testConfig, type FakeUpstream } from '../../testkit/index.js';
 import { ROUTES } from '../../src/routes/route-table.js';
 import { isAllowedPath } from '../../src/http/forward-policy.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { parseResponses, rawGet } from '../support/raw-socket.js';
+import { fetchRaw } from '../support/http.js';
 import {
   clientSchemaGetPaths,
   instantiate,
@@ -69,6 +70,17 @@ describe('every upstream route stays reachable', () => {
     const failures = [];
     for (const path of paths) failures.push(await check(path, 'passthrough'));
     expect(failures.filter(Boolean)).toEqual([]);
+  });
+
+  it("answers them with the upstream's own mempool list and block times", async () => {
+    for (const path of [`/extended/v1/tx/mempool?address=${RECORDED.principal}&limit=5`, '/extended/v2/blocks/average-times']) {
+      const direct = await fetchRaw(upstream.url + path);
+      const proxied = await fetchRaw(proxy.url + path);
+      expect(proxied.status, path).toBe(200);
+      expect(proxied.body.equals(direct.body), path).toBe(true);
+    }
+    const list = JSON.parse((await fetchRaw(`${proxy.url}/extended/v1/tx/mempool`)).body.toString()) as { results: { tx_id: string }[] };
+    expect(list.results.map((tx) => tx.tx_id)).toContain(RECORDED.pendingTxId);
   });
 
   it('still serves the cached routes next to them', async () => {
