@@ -70,15 +70,16 @@ function insert(root: TreeNode, path: string, route: RouteSpec | undefined): voi
 /** Why a lookup stopped early: find-my-way gives up on the whole path, without trying other branches. */
 type Abort = 'bad-url' | 'too-long';
 
-type Found = { leaf: Leaf; values: string[] } | Abort | undefined;
+/** The route found (its parameter values are then in the `values` given to find), or why none. */
+type Found = Leaf | Abort | undefined;
 
 /**
  * Depth first, in find-my-way's order: static child, then parameter, then wildcard. Each tree
  * node is visited at most once per lookup (a node sits at one depth, and a depth is one
- * segment), so a lookup is linear in the path.
+ * segment), so a lookup is linear in the path. `values` collects the parameters on the way down.
  */
 function find(node: TreeNode, segments: readonly string[], index: number, values: string[]): Found {
-  if (index === segments.length) return node.leaf ? { leaf: node.leaf, values } : undefined;
+  if (index === segments.length) return node.leaf;
   const segment = segments[index] as string;
   const next = node.statics.get(segment);
   if (next) {
@@ -86,18 +87,21 @@ function find(node: TreeNode, segments: readonly string[], index: number, values
     if (found) return found;
   }
   if (node.param && segment !== '') {
-    let value: string;
-    try {
-      value = decodeURIComponent(segment);
-    } catch {
-      return 'bad-url';
+    let value = segment;
+    if (segment.includes('%')) {
+      try {
+        value = decodeURIComponent(segment);
+      } catch {
+        return 'bad-url';
+      }
     }
     if (value.length > MAX_PARAM_LENGTH) return 'too-long';
-    const found = find(node.param, segments, index + 1, [...values, value]);
+    values.push(value);
+    const found = find(node.param, segments, index + 1, values);
     if (found) return found;
+    values.pop();
   }
-  if (node.wildcard) return { leaf: node.wildcard, values };
-  return undefined;
+  return node.wildcard;
 }
 
 const NONE: RouteMatch = { kind: 'none' };
@@ -116,12 +120,13 @@ export function createRouteMatcher(
   for (const route of routes) insert(root, route.path, route);
   return (path) => {
     if (!path.startsWith('/')) return NONE;
-    const found = find(root, trimSlash(path).split('/').slice(1), 0, []);
+    const values: string[] = [];
+    // Segment 0 is the empty text before the leading `/`.
+    const found = find(root, trimSlash(path).split('/'), 1, values);
     if (found === 'bad-url') return BAD_URL;
-    if (found === undefined || found === 'too-long' || !found.leaf.route) return NONE;
-    const { leaf } = found;
+    if (found === undefined || found === 'too-long' || !found.route) return NONE;
     const params: Record<string, string> = {};
-    for (const [i, name] of leaf.names.entries()) params[name] = found.values[i] as string;
-    return { kind: 'match', route: leaf.route as RouteSpec, params };
+    for (const [i, name] of found.names.entries()) params[name] = values[i] as string;
+    return { kind: 'match', route: found.route, params };
   };
 }
