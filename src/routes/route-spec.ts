@@ -118,7 +118,10 @@ export interface ResolveContext {
 
 export interface RouteSpec {
   id: RouteId;
-  /** Express path; registration order matters (static segments before parameters). */
+  /**
+   * The upstream's path for it (`:name` parameters). Which path reaches it is decided as the
+   * upstream's router decides, among all the upstream's routes (route-matcher.ts), in any order.
+   */
   path: string;
   /** Upstream marks it deprecated: it sends a `Warning` header the proxy forwards. */
   deprecated: boolean;

@@ -143,7 +143,6 @@ export const ROUTES: readonly RouteSpec[] = [
     query: [unanchored, untilBlock],
     resolve: resolveBalance('balances'),
   },
-  // Static /tx/... routes come before /tx/:tx_id, as the upstream's router prefers them.
   {
     id: 'tx_multiple',
     path: '/extended/v1/tx/multiple',

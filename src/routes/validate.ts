@@ -1,7 +1,8 @@
 /**
  * Runs one route's declared checks over a request, in the upstream's order (path params,
  * then the query's required keys, then each query key in schema order, then the handler's
- * own checks), and produces either the upstream's error or the canonical request.
+ * own checks), and produces the upstream's error, its redirect, the request (its canonical form
+ * for the key and the form forwarded), or, for input the route does not cache, the passthrough.
  */
 import { parse as parseQueryString } from 'node:querystring';
 import { validationError, type ErrorReply } from '../errors.js';
