@@ -18,8 +18,8 @@ import type { CanonicalRequest } from '../routes/validate.js';
  */
 export const KEY_SCHEMA_VERSION = 2;
 
-export function routeKey(prefix: string, routeId: RouteId, upstreamPath: string): string {
-  return `${prefix}:v${KEY_SCHEMA_VERSION}:${routeId}:${upstreamPath}`;
+export function routeKey(prefix: string, routeId: RouteId, canonicalPath: string): string {
+  return `${prefix}:v${KEY_SCHEMA_VERSION}:${routeId}:${canonicalPath}`;
 }
 
 /**
@@ -45,8 +45,8 @@ export function listMemberKey(prefix: string, txId: string, query: string): stri
 /** The key of a single-reader request: per transaction for /tx/{id}, per request otherwise. */
 export function entryKey(prefix: string, route: RouteSpec, request: CanonicalRequest): string {
   const txId = request.facts.txId;
-  if (route.entries !== 'transaction' || txId === undefined) return routeKey(prefix, route.id, request.upstreamPath);
+  if (route.entries !== 'transaction' || txId === undefined) return routeKey(prefix, route.id, request.canonicalPath);
   // The canonical path already ends in the serialized canonical query: no second serialization on the hit path.
-  const mark = request.upstreamPath.indexOf('?');
-  return transactionKey(prefix, txId, mark < 0 ? '' : request.upstreamPath.slice(mark + 1));
+  const mark = request.canonicalPath.indexOf('?');
+  return transactionKey(prefix, txId, mark < 0 ? '' : request.canonicalPath.slice(mark + 1));
 }

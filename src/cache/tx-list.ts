@@ -96,7 +96,9 @@ export class TxListReader {
     const missing = ids.filter((id) => !cached.has(id));
     if (missing.length === 0) return this.compose(ids, cached, 'HIT');
 
-    const { response, admission, upstreamSeconds } = await this.fetchMissing(route, missing, queryText, context);
+    const forwarded = new Map(request.forwardedQuery);
+    forwarded.delete('tx_id');
+    const { response, admission, upstreamSeconds } = await this.fetchMissing(route, missing, { canonical: queryText, forwarded: serializeQuery(forwarded) }, context);
     // admitList made sure the answer holds exactly the missing ids: nothing else is stored.
     if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
     for (const [id, entry] of admission.members) {
@@ -131,10 +133,15 @@ export class TxListReader {
     return found;
   }
 
-  /** One upstream request for the missing ids, shared by concurrent identical lists. */
-  private fetchMissing(route: RouteSpec, missing: string[], queryText: string, context: ReadContext): Promise<Fetched> {
-    const path = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}${queryText ? `&${queryText}` : ''}`;
-    return this.flights.run(path, () => this.fetch(route, path, missing, context), () => this.deps.telemetry.singleflightJoined(route.id));
+  /**
+   * One upstream request for the missing ids, shared by concurrent identical lists (alike in
+   * their canonical query; the leader's spelling of it is forwarded).
+   */
+  private fetchMissing(route: RouteSpec, missing: string[], query: { canonical: string; forwarded: string }, context: ReadContext): Promise<Fetched> {
+    const list = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}`;
+    const withQuery = (text: string) => (text ? `${list}&${text}` : list);
+    const path = withQuery(query.forwarded);
+    return this.flights.run(withQuery(query.canonical), () => this.fetch(route, path, missing, context), () => this.deps.telemetry.singleflightJoined(route.id));
   }
 
   private async fetch(route: RouteSpec, path: string, askedIds: readonly string[], context: ReadContext): Promise<Fetched> {

@@ -10,7 +10,7 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import { createRouteMatcher } from '../routes/route-matcher.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { BoundedMemo } from './bounded-memo.js';
-import { createReadHandler, type PreparedRead, type ReadHandler, type ReadHandlerDeps } from './read-handler.js';
+import { createReadHandler, type ReadHandler, type ReadHandlerDeps, type ServedRead } from './read-handler.js';
 import { observeRequest } from './request-log.js';
 import { sendError } from './respond.js';
 import type { DecidedTarget } from './request-target.js';
@@ -27,7 +27,7 @@ export interface ReadDispatchDeps extends ReadHandlerDeps {
 type ReadPlan =
   | { kind: 'none' }
   | { kind: 'bad-url' }
-  | { kind: 'route'; route: RouteSpec; handler: ReadHandler; prepared: PreparedRead };
+  | { kind: 'route'; route: RouteSpec; handler: ReadHandler; prepared: ServedRead };
 
 // Enough for every URL a busy explorer repeats; keys up to 1 KiB (longer ones, such as a long
 // tx/multiple list, are prepared per request). Worst case a few MB.
@@ -47,7 +47,10 @@ export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDis
     if (match.kind === 'none') return none;
     if (match.kind === 'bad-url') return badUrlPlan;
     const handler = handlers.get(match.route.id) as ReadHandler;
-    return { kind: 'route', route: match.route, handler, prepared: handler.prepare(match.params, target.query) };
+    const prepared = handler.prepare(match.params, target.query);
+    // Input the route does not cache (route 11's address with a suffix): the passthrough's, as sent.
+    if (prepared.kind === 'passthrough') return none;
+    return { kind: 'route', route: match.route, handler, prepared };
   }
 
   /** `target` is the request's decided target (request-target.ts); `limit`, its rate-limit grant. */

@@ -32,11 +32,16 @@ export interface ReadHandlerDeps {
 export type PreparedRead =
   | { kind: 'error'; error: ErrorReply }
   | { kind: 'redirect'; location: string }
+  /** Not cached: the dispatcher leaves it to the passthrough. */
+  | { kind: 'passthrough' }
   | { kind: 'request'; request: CanonicalRequest; key: string | undefined };
+
+/** What the handler answers itself: everything prepared but what it leaves to the passthrough. */
+export type ServedRead = Exclude<PreparedRead, { kind: 'passthrough' }>;
 
 export interface ReadHandler {
   prepare(params: Record<string, string>, rawQuery: string): PreparedRead;
-  serve(req: IncomingMessage, res: ServerResponse, prepared: PreparedRead, record: RequestRecord): void;
+  serve(req: IncomingMessage, res: ServerResponse, prepared: ServedRead, record: RequestRecord): void;
 }
 
 export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): ReadHandler {
@@ -50,7 +55,7 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     return { kind: 'request', request: outcome.request, key: single ? deps.readThrough.keyFor(route, outcome.request) : undefined };
   }
 
-  function serve(req: IncomingMessage, res: ServerResponse, prepared: PreparedRead, record: RequestRecord): void {
+  function serve(req: IncomingMessage, res: ServerResponse, prepared: ServedRead, record: RequestRecord): void {
     record.route = route.id;
     if (prepared.kind === 'error') {
       record.cache = 'BYPASS';

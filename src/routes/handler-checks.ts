@@ -43,6 +43,16 @@ export function isValidPrincipal(principal: string, isValidAddress: (address: st
   return isValidAddress(principal.slice(0, dot));
 }
 
+/**
+ * Exactly one principal: an address, or an address, one "." and a contract name, each valid.
+ * Stricter than isValidPrincipal, which, like the upstream's `split('.')`, lets anything follow
+ * a second ".".
+ */
+export function isExactPrincipal(principal: string, isValidAddress: (address: string) => boolean = isValidC32Address): boolean {
+  const dot = principal.indexOf('.');
+  return (dot < 0 || principal.indexOf('.', dot + 1) < 0) && isValidPrincipal(principal, isValidAddress);
+}
+
 export const invalidPrincipalMessage = (principal: string): string => `invalid STX address "${principal}"`;
 
 /** validateRequestHexInput: a lowercase `0x`, an even digit count, hex digits only. */

@@ -49,6 +49,19 @@ export function integerText(n: number): string {
   return Number.isSafeInteger(n) ? String(n) : BigInt(n).toString();
 }
 
+const DIGITS = /^-?[0-9]+$/;
+
+/**
+ * The spelling an integer goes to the upstream in: the client's own digits, whatever their length
+ * (`until_block=1000…000` with 61 digits goes as those 61 digits, not as the digits of the double
+ * the upstream reads, which differ past 2^53), since the upstream reads them as the same number;
+ * other spellings the upstream reads as a number (`1e3`, `0x10`, ` 5`) go as `canonical`. The
+ * cache key always holds the canonical form, so all spellings of a number share one entry.
+ */
+export function forwardedInteger(text: string, canonical: string): string {
+  return DIGITS.test(text) ? text : canonical;
+}
+
 export function integer(opts: { min?: number; max?: number } = {}): Check<number> {
   return (raw) => {
     const text = scalar(raw);

@@ -1,21 +1,21 @@
 /**
- * Matches a request path against the route table in one pass: one anchored regex per route,
- * tried in table order (static segments first, as the upstream's router prefers them).
- * Like the upstream: case-sensitive, an optional trailing slash, parameters percent-decoded,
- * and no parameter longer than Fastify's maxParamLength.
+ * Matches a request path as the upstream's router (find-my-way, under Fastify) matches it, over
+ * the upstream's whole route table (upstream-routes.ts), and says which of the cached routes it
+ * reaches, if any. find-my-way's precedence, segment by segment: a static segment beats a
+ * parameter at the same position, a parameter beats a wildcard, and when the preferred branch
+ * leads nowhere the next one is tried from that position (so `/extended/v1/tx/mempool` is the
+ * upstream's mempool list, never transaction `mempool`, while `/extended/v1/tx/mempoolx` is a
+ * transaction id). A path that reaches a route of the upstream the proxy does not cache is no
+ * match here: the passthrough forwards it. Like the upstream: case-sensitive, one trailing slash
+ * ignored, parameters percent-decoded, and no parameter longer than Fastify's maxParamLength.
  */
 import type { RouteSpec } from './route-spec.js';
+import { UPSTREAM_GET_ROUTES } from './upstream-routes.js';
 
 export type RouteMatch =
   | { kind: 'match'; route: RouteSpec; params: Record<string, string> }
   | { kind: 'bad-url' }
   | { kind: 'none' };
-
-interface CompiledRoute {
-  route: RouteSpec;
-  pattern: RegExp;
-  names: string[];
-}
 
 /**
  * Fastify's default `maxParamLength` (the upstream does not change it): its router (find-my-way)
@@ -25,41 +25,108 @@ interface CompiledRoute {
  */
 export const MAX_PARAM_LENGTH = 100;
 
-const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-function compile(route: RouteSpec): CompiledRoute {
-  const names: string[] = [];
-  const source = route.path
-    .split('/')
-    .map((segment) => {
-      if (!segment.startsWith(':')) return escapeRegExp(segment);
-      names.push(segment.slice(1));
-      return '([^/]+)';
-    })
-    .join('/');
-  return { route, pattern: new RegExp(`^${source}/?$`), names };
+/** A route's end in the tree: the cached route it is, if any, and its parameter names in path order. */
+interface Leaf {
+  route: RouteSpec | undefined;
+  names: string[];
 }
 
-export function createRouteMatcher(routes: readonly RouteSpec[]): (path: string) => RouteMatch {
-  const compiled = routes.map(compile);
-  return (path) => {
-    for (const { route, pattern, names } of compiled) {
-      const found = pattern.exec(path);
-      if (!found) continue;
-      const params: Record<string, string> = {};
-      // In path order, as find-my-way: a bad escape answers 400 before a later parameter's length counts.
-      for (const [index, name] of names.entries()) {
-        let value: string;
-        try {
-          value = decodeURIComponent(found[index + 1] ?? '');
-        } catch {
-          return { kind: 'bad-url' };
-        }
-        if (value.length > MAX_PARAM_LENGTH) return { kind: 'none' };
-        params[name] = value;
-      }
-      return { kind: 'match', route, params };
+interface TreeNode {
+  statics: Map<string, TreeNode>;
+  param: TreeNode | undefined;
+  /** A `*` segment: the rest of the path, whatever it is. */
+  wildcard: Leaf | undefined;
+  leaf: Leaf | undefined;
+}
+
+const newNode = (): TreeNode => ({ statics: new Map(), param: undefined, wildcard: undefined, leaf: undefined });
+
+/** The upstream ignores one trailing slash, on its routes and on request paths alike. */
+const trimSlash = (path: string): string => (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path);
+
+/** Adds a route; parameters of any name share one branch per position, as in find-my-way. */
+function insert(root: TreeNode, path: string, route: RouteSpec | undefined): void {
+  let node = root;
+  const names: string[] = [];
+  for (const segment of trimSlash(path).split('/').slice(1)) {
+    if (segment === '*') {
+      node.wildcard = { route, names };
+      return;
     }
-    return { kind: 'none' };
+    if (segment.startsWith(':')) {
+      names.push(segment.slice(1));
+      node.param ??= newNode();
+      node = node.param;
+      continue;
+    }
+    let next = node.statics.get(segment);
+    if (!next) node.statics.set(segment, (next = newNode()));
+    node = next;
+  }
+  // A cached route replaces the upstream's entry for the same path; the upstream's never replaces a cached one.
+  if (route || !node.leaf) node.leaf = { route, names };
+}
+
+/** Why a lookup stopped early: find-my-way gives up on the whole path, without trying other branches. */
+type Abort = 'bad-url' | 'too-long';
+
+/** The route found (its parameter values are then in the `values` given to find), or why none. */
+type Found = Leaf | Abort | undefined;
+
+/**
+ * Depth first, in find-my-way's order: static child, then parameter, then wildcard. Each tree
+ * node is visited at most once per lookup (a node sits at one depth, and a depth is one
+ * segment), so a lookup is linear in the path. `values` collects the parameters on the way down.
+ */
+function find(node: TreeNode, segments: readonly string[], index: number, values: string[]): Found {
+  if (index === segments.length) return node.leaf;
+  const segment = segments[index] as string;
+  const next = node.statics.get(segment);
+  if (next) {
+    const found = find(next, segments, index + 1, values);
+    if (found) return found;
+  }
+  if (node.param && segment !== '') {
+    let value = segment;
+    if (segment.includes('%')) {
+      try {
+        value = decodeURIComponent(segment);
+      } catch {
+        return 'bad-url';
+      }
+    }
+    if (value.length > MAX_PARAM_LENGTH) return 'too-long';
+    values.push(value);
+    const found = find(node.param, segments, index + 1, values);
+    if (found) return found;
+    values.pop();
+  }
+  return node.wildcard;
+}
+
+const NONE: RouteMatch = { kind: 'none' };
+const BAD_URL: RouteMatch = { kind: 'bad-url' };
+
+/**
+ * `routes`: the cached routes; `upstreamRoutes`: every route of the upstream, which decides
+ * where a path goes (the cached ones are among them).
+ */
+export function createRouteMatcher(
+  routes: readonly RouteSpec[],
+  upstreamRoutes: readonly string[] = UPSTREAM_GET_ROUTES,
+): (path: string) => RouteMatch {
+  const root = newNode();
+  for (const path of upstreamRoutes) insert(root, path, undefined);
+  for (const route of routes) insert(root, route.path, route);
+  return (path) => {
+    if (!path.startsWith('/')) return NONE;
+    const values: string[] = [];
+    // Segment 0 is the empty text before the leading `/`.
+    const found = find(root, trimSlash(path).split('/'), 1, values);
+    if (found === 'bad-url') return BAD_URL;
+    if (found === undefined || found === 'too-long' || !found.route) return NONE;
+    const params: Record<string, string> = {};
+    for (const [i, name] of found.names.entries()) params[name] = values[i] as string;
+    return { kind: 'match', route: found.route, params };
   };
 }

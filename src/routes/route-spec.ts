@@ -58,6 +58,11 @@ export interface ParamDecl {
   defaultValue?: unknown;
   /** The upstream treats a falsy value as the default (`getPagingQueryLimit`). */
   zeroMeansDefault?: boolean;
+  /**
+   * The upstream's handler reads the text itself (until_block: `parseInt`), so the client's text
+   * is forwarded as sent; the canonical form the route sets in the query only keys the request.
+   */
+  forwardAsSent?: boolean;
 }
 
 /**
@@ -89,10 +94,16 @@ export interface RequestFacts {
 }
 
 export type Resolution =
-  | { kind: 'request'; path: string; facts: RequestFacts }
+  /** `path`: the canonical path (the cache key's); `forwardPath`: what is forwarded, when it differs. */
+  | { kind: 'request'; path: string; forwardPath?: string; facts: RequestFacts }
   | { kind: 'error'; error: ErrorReply }
   /** The upstream answers some inputs with a redirect; the proxy gives the same one. */
-  | { kind: 'redirect'; location: string };
+  | { kind: 'redirect'; location: string }
+  /**
+   * Input the upstream accepts but no bounded canonical form can key: not cached, the
+   * passthrough forwards it as sent and the client gets the upstream's own answer.
+   */
+  | { kind: 'passthrough' };
 
 export type Values = Record<string, unknown>;
 
@@ -101,11 +112,16 @@ export interface ResolveContext {
   rawQuery: string;
   /** Canonical query values (defaults dropped), which resolve may rewrite. */
   query: Map<string, string>;
+  /** The path parameters as sent (percent-decoded). */
+  params: Record<string, string>;
 }
 
 export interface RouteSpec {
   id: RouteId;
-  /** Express path; registration order matters (static segments before parameters). */
+  /**
+   * The upstream's path for it (`:name` parameters). Which path reaches it is decided as the
+   * upstream's router decides, among all the upstream's routes (route-matcher.ts), in any order.
+   */
   path: string;
   /** Upstream marks it deprecated: it sends a `Warning` header the proxy forwards. */
   deprecated: boolean;

@@ -12,6 +12,7 @@ import {
   boolean,
   boundedString,
   eventType,
+  forwardedInteger,
   heightOrHash,
   integer,
   integerText,
@@ -21,7 +22,7 @@ import {
   type EventType,
   type HeightOrHash,
 } from './param-kinds.js';
-import { hexInputError, invalidPrincipalMessage, isValidPrincipal, parseUntilBlock, untilBlockQueryValue } from './handler-checks.js';
+import { hexInputError, invalidPrincipalMessage, isExactPrincipal, isValidPrincipal, parseUntilBlock, untilBlockQueryValue } from './handler-checks.js';
 import { MAX_PARAM_LENGTH } from './route-matcher.js';
 import type { ParamDecl, RequestFacts, ResolveContext, Resolution, RouteSpec, Values } from './route-spec.js';
 
@@ -42,8 +43,9 @@ const eventLimit: ParamDecl = { name: 'event_limit', check: integer({ min: 0, ma
 const eventOffset: ParamDecl = { name: 'event_offset', check: integer({ min: 0 }), defaultValue: 0 };
 const unanchored: ParamDecl = { name: 'unanchored', check: boolean, defaultValue: false };
 const excludeFunctionArgs: ParamDecl = { name: 'exclude_function_args', check: boolean, defaultValue: false };
-// No length in the upstream's schema: the proxy's bound (param-kinds MAX_FREE_TEXT_LENGTH).
-const untilBlock: ParamDecl = { name: 'until_block', check: boundedString(MAX_FREE_TEXT_LENGTH) };
+// No length in the upstream's schema: the proxy's bound (param-kinds MAX_FREE_TEXT_LENGTH). The
+// handler parses the text itself (parseInt), so it goes as sent; the parsed height keys it.
+const untilBlock: ParamDecl = { name: 'until_block', check: boundedString(MAX_FREE_TEXT_LENGTH), forwardAsSent: true };
 /**
  * The most ids in one tx/multiple request. The upstream sets no count, but its 16 KiB request
  * head (Node's default) cannot carry more than about 240 ids; this bounds the proxy's work per
@@ -63,9 +65,10 @@ const DOT_SEGMENT = /^\.{1,2}$/;
 const dotSegmentError = (name: string): Resolution => reject(`params/${name} must not be "." or ".."`);
 
 /**
- * An integer path segment: its digits (integerText), unless they would pass the 100 characters
- * the upstream's router takes in a parameter (only past 1e100): then the exponent form, which
- * Ajv reads as the same number, so the request reaches the same handler with the same value.
+ * An integer path segment in its canonical form: its digits (integerText), unless they would pass
+ * the 100 characters the upstream's router takes in a parameter (only past 1e100): then the
+ * exponent form, which Ajv reads as the same number, so the request reaches the same handler
+ * with the same value.
  */
 const integerSegment = (n: number): string => {
   const digits = integerText(n);
@@ -74,6 +77,15 @@ const integerSegment = (n: number): string => {
 
 /** The path only: the validator appends the canonical query (sorted, defaults dropped). */
 const request = (path: string, facts: RequestFacts = {}): Resolution => ({ kind: 'request', path, facts });
+
+/**
+ * A request whose last path segment is an integer: keyed by its canonical form, forwarded with
+ * the client's digits (param-kinds forwardedInteger; at most 100 characters, as every parameter).
+ */
+function integerRequest(prefix: string, n: number, sent: string, facts: RequestFacts): Resolution {
+  const canonical = integerSegment(n);
+  return { kind: 'request', path: `${prefix}${canonical}`, forwardPath: `${prefix}${forwardedInteger(sent, canonical)}`, facts };
+}
 const reject = (message: string): Resolution => ({ kind: 'error', error: badRequest(message) });
 
 /** Routes 1 and 3: principal check, then until_block (upstream handler order). */
@@ -131,7 +143,6 @@ export const ROUTES: readonly RouteSpec[] = [
     query: [unanchored, untilBlock],
     resolve: resolveBalance('balances'),
   },
-  // Static /tx/... routes come before /tx/:tx_id, as the upstream's router prefers them.
   {
     id: 'tx_multiple',
     path: '/extended/v1/tx/multiple',
@@ -225,13 +236,13 @@ export const ROUTES: readonly RouteSpec[] = [
     entries: 'request',
     params: [{ name: 'height_or_hash', check: heightOrHash }],
     query: [],
-    resolve: (v) => {
+    resolve: (v, { params }) => {
       const h = v.height_or_hash as HeightOrHash;
       if (h.kind === 'latest') return request('/extended/v2/blocks/latest', { latest: true, identity: { kind: 'block', ref: 'latest' } });
       if (h.kind === 'height') {
         // The schema lets negative heights through; the handler then throws a plain Error.
         if (h.height < 0) return { kind: 'error', error: internalError('Invalid block height or hash') };
-        return request(`/extended/v2/blocks/${integerSegment(h.height)}`, { identity: { kind: 'block', ref: { height: h.height } } });
+        return integerRequest('/extended/v2/blocks/', h.height, params.height_or_hash ?? '', { identity: { kind: 'block', ref: { height: h.height } } });
       }
       const hash = lowerHex(h.hash.startsWith('0x') ? h.hash : `0x${h.hash}`);
       return request(`/extended/v2/blocks/${hash}`, { identity: { kind: 'block', ref: { hash } } });
@@ -300,7 +311,15 @@ export const ROUTES: readonly RouteSpec[] = [
     // limit=0 really means zero rows on this route.
     query: [limit(TX_MAX_LIMIT, false), offset, excludeFunctionArgs],
     undeclaredQuery: ['cursor'],
-    resolve: (v) => request(`/extended/v2/addresses/${encodeSegment(v.address as string)}/transactions`),
+    resolve: (v) => {
+      const address = v.address as string;
+      // The upstream checks this address only against its schema, whose pattern has no end
+      // anchor: any text after 28 c32 characters passes (`SP…%2F..%2Fx`), names no principal, and
+      // gets an empty page. Only a real principal is cached; anything else goes to the upstream
+      // as sent, uncached, so no key is made from such a suffix.
+      if (!isExactPrincipal(address)) return { kind: 'passthrough' };
+      return request(`/extended/v2/addresses/${encodeSegment(address)}/transactions`);
+    },
   },
   {
     id: 'block_by_burn_height',
@@ -311,9 +330,9 @@ export const ROUTES: readonly RouteSpec[] = [
     entries: 'request',
     params: [{ name: 'burn_block_height', check: integer({ min: 0 }) }],
     query: [],
-    resolve: (v) => {
+    resolve: (v, { params }) => {
       const burnHeight = v.burn_block_height as number;
-      return request(`/extended/v1/block/by_burn_block_height/${integerSegment(burnHeight)}`, { identity: { kind: 'burn_block', burnHeight } });
+      return integerRequest('/extended/v1/block/by_burn_block_height/', burnHeight, params.burn_block_height ?? '', { identity: { kind: 'burn_block', burnHeight } });
     },
   },
   {

@@ -1,18 +1,26 @@
 /**
  * Runs one route's declared checks over a request, in the upstream's order (path params,
  * then the query's required keys, then each query key in schema order, then the handler's
- * own checks), and produces either the upstream's error or the canonical request.
+ * own checks), and produces the upstream's error, its redirect, the request (its canonical form
+ * for the key and the form forwarded), or, for input the route does not cache, the passthrough.
  */
 import { parse as parseQueryString } from 'node:querystring';
 import { validationError, type ErrorReply } from '../errors.js';
-import { MAX_FREE_TEXT_LENGTH, exceedsLength, integerText, type ParamError, type RawValue } from './param-kinds.js';
+import { MAX_FREE_TEXT_LENGTH, exceedsLength, forwardedInteger, integerText, type ParamError, type RawValue } from './param-kinds.js';
 import type { RequestFacts, RouteSpec, Values } from './route-spec.js';
 
 export interface CanonicalRequest {
-  /** Canonical path and query: the upstream URL and, with the route id, the cache key. */
+  /** Canonical path and query: with the route id, the cache key. */
+  canonicalPath: string;
+  /**
+   * The path and query the upstream gets: the canonical ones, except that integers keep the
+   * client's digits and until_block its text (the upstream reads them as the canonical form).
+   */
   upstreamPath: string;
-  /** Canonical query without the route's list parameter (tx/multiple item keys use it). */
+  /** Canonical query (tx/multiple item keys use it without the route's list parameter). */
   query: Map<string, string>;
+  /** `query` as forwarded: the client's spellings where upstreamPath keeps them. */
+  forwardedQuery: Map<string, string>;
   values: Values;
   facts: RequestFacts;
 }
@@ -20,7 +28,8 @@ export interface CanonicalRequest {
 export type ValidationOutcome =
   | { kind: 'request'; request: CanonicalRequest }
   | { kind: 'error'; error: ErrorReply }
-  | { kind: 'redirect'; location: string };
+  | { kind: 'redirect'; location: string }
+  | { kind: 'passthrough' };
 
 const formatErrors = (location: string, errors: ParamError[]): string =>
   errors.map((e) => `${location}${e.subpath} ${e.message}`).join(', ');
@@ -39,6 +48,11 @@ export function serializeQuery(query: Map<string, string>): string {
 function canonicalValue(value: unknown): string {
   if (typeof value === 'number') return integerText(value);
   return Array.isArray(value) ? value.join(',') : String(value);
+}
+
+function withQuery(path: string, query: Map<string, string>): string {
+  const search = serializeQuery(query);
+  return search ? `${path}?${search}` : path;
 }
 
 export function validateRequest(
@@ -62,6 +76,8 @@ export function validateRequest(
   }
 
   const query = new Map<string, string>();
+  // The client's spelling of each value forwarded as sent (integers as digits, forwardAsSent text).
+  const sent = new Map<string, string>();
   for (const decl of route.query) {
     const raw = parsed[decl.name];
     if (raw === undefined) continue;
@@ -69,7 +85,13 @@ export function validateRequest(
     if (!result.ok) return { kind: 'error', error: validationError(formatErrors(`querystring/${decl.name}`, result.errors)) };
     values[decl.name] = result.value;
     const isDefault = result.value === decl.defaultValue || (decl.zeroMeansDefault === true && result.value === 0);
-    if (!isDefault) query.set(decl.name, canonicalValue(result.value));
+    if (isDefault) continue;
+    const canonical = canonicalValue(result.value);
+    query.set(decl.name, canonical);
+    // A value that passed its check is one text (an array only where the check takes lists).
+    const text = typeof raw === 'string' ? raw : raw.join(',');
+    if (typeof result.value === 'number') sent.set(decl.name, forwardedInteger(text, canonical));
+    else if (decl.forwardAsSent) sent.set(decl.name, text);
   }
   for (const name of route.undeclaredQuery ?? []) {
     const raw = parsed[name];
@@ -82,14 +104,16 @@ export function validateRequest(
     query.set(name, raw);
   }
 
-  const resolution = route.resolve(values, { rawQuery, query });
+  const resolution = route.resolve(values, { rawQuery, query, params: rawParams });
   if (resolution.kind !== 'request') return resolution;
-  const search = serializeQuery(query);
+  const forwardedQuery = new Map([...query].map(([name, value]) => [name, sent.get(name) ?? value]));
   return {
     kind: 'request',
     request: {
-      upstreamPath: search ? `${resolution.path}?${search}` : resolution.path,
+      canonicalPath: withQuery(resolution.path, query),
+      upstreamPath: withQuery(resolution.forwardPath ?? resolution.path, forwardedQuery),
       query,
+      forwardedQuery,
       values,
       facts: resolution.facts,
     },

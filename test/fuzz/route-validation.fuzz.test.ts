@@ -50,4 +50,18 @@ describe('route matcher and validator on hostile paths and queries', () => {
       { seed: SEED, numRuns: RUNS },
     );
   });
+
+  it(`key what they forward as the request they were given (${RUNS} runs, seed ${SEED})`, () => {
+    fc.assert(
+      fc.property(pathAndQuery(), ({ path, query }) => {
+        const outcome = validate(path, query);
+        if (outcome?.kind !== 'request') return;
+        const { upstreamPath, canonicalPath } = outcome.request;
+        const mark = upstreamPath.indexOf('?');
+        const again = mark < 0 ? validate(upstreamPath, '') : validate(upstreamPath.slice(0, mark), upstreamPath.slice(mark + 1));
+        expect(again?.kind === 'request' ? again.request.canonicalPath : again).toBe(canonicalPath);
+      }),
+      { seed: SEED, numRuns: RUNS },
+    );
+  });
 });

@@ -28,7 +28,7 @@ function canonical(id: RouteId, params: Record<string, string>, query = ''): Can
 }
 
 function keyOf(id: RouteId, params: Record<string, string>, query = ''): string {
-  return routeKey(PREFIX, id, canonical(id, params, query).upstreamPath);
+  return routeKey(PREFIX, id, canonical(id, params, query).canonicalPath);
 }
 
 const txKey = (id: string, query = '') => keyOf('tx_by_id', { tx_id: id }, query);
@@ -252,13 +252,9 @@ describe('hostile path parameters never change the upstream path', () => {
     expect(request.upstreamPath).not.toMatch(/[\s#\u0000-\u001f]/);
   });
 
-  it('keeps a principal that smuggles a slash in one segment on the v2 address route', () => {
+  it('makes no key of a principal that smuggles a slash in on the v2 address route: the passthrough forwards it as sent', () => {
     const value = `${ADDRESS}/../../../v2/mempool/fees`;
-    const request = canonical('address_transactions_v2', { address: value });
-    const segments = pathSegments(request.upstreamPath);
-    expect(segments).toHaveLength(pathSegments(routeOf('address_transactions_v2').path).length);
-    expect(segments).not.toContain('..');
-    expect(decodeURIComponent(segments[4] ?? '')).toBe(value);
+    expect(validateRequest(routeOf('address_transactions_v2'), { address: value }, '')).toEqual({ kind: 'passthrough' });
   });
 
   it('rejects such a principal where the handler checks it', () => {

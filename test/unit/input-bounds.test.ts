@@ -9,6 +9,7 @@ import { isValidC32Address, isValidPrincipal, MAX_ADDRESS_LENGTH } from '../../s
 import { integerText, MAX_FREE_TEXT_LENGTH } from '../../src/routes/param-kinds.js';
 import { createRouteMatcher, MAX_PARAM_LENGTH } from '../../src/routes/route-matcher.js';
 import { MAX_TX_IDS, ROUTES } from '../../src/routes/route-table.js';
+import type { RouteId } from '../../src/routes/route-spec.js';
 import type { ValidationOutcome } from '../../src/routes/validate.js';
 import { requestOf, validateRoute } from '../support/validate-route.js';
 
@@ -169,18 +170,35 @@ describe('numbers are forwarded as digits', () => {
     expect(integerText(1.5e300)).toMatch(/^15\d{299}$/);
   });
 
-  it('forwards until_block as the height parseInt reads, in digits (1e21 stays 1e21, not block 1)', () => {
-    const stx = (query: string) => pathOf(run('address_stx_balance', { principal: ADDRESS }, query));
-    expect(stx(`until_block=${BIG}`)).toBe(`/extended/v1/address/${ADDRESS}/stx?until_block=${BIG}`);
-    expect(stx('until_block=0007')).toBe(`/extended/v1/address/${ADDRESS}/stx?until_block=7`);
+  it('forwards until_block as sent and keys it by the height parseInt reads, in digits (1e21 stays 1e21, not block 1)', () => {
+    const stx = (query: string) => requestOf(run('address_stx_balance', { principal: ADDRESS }, query));
+    const STX = `/extended/v1/address/${ADDRESS}/stx`;
+    expect(stx(`until_block=${BIG}`).upstreamPath).toBe(`${STX}?until_block=${BIG}`);
+    expect(stx(`until_block=${BIG}`).canonicalPath).toBe(`${STX}?until_block=${BIG}`);
+    expect(stx('until_block=0007').upstreamPath).toBe(`${STX}?until_block=0007`);
+    expect(stx('until_block=0007').canonicalPath).toBe(`${STX}?until_block=7`);
     // parseInt stops at the "e": the upstream reads 1, so does the proxy.
-    expect(stx('until_block=1e21')).toBe(`/extended/v1/address/${ADDRESS}/stx?until_block=1`);
+    expect(stx('until_block=1e21').upstreamPath).toBe(`${STX}?until_block=1e21`);
+    expect(stx('until_block=1e21').canonicalPath).toBe(`${STX}?until_block=1`);
+  });
+
+  it('forwards the digits of a 61-character until_block as sent, keyed with every spelling of the same number', () => {
+    const STX = `/extended/v1/address/${ADDRESS}/stx`;
+    const sent = `1${'0'.repeat(60)}`;
+    // The exact digits of the double parseInt reads for `sent`: once forwarded instead of the client's.
+    const double = '999999999999999949387135297074018866963645011013410073083904';
+    const request = requestOf(run('address_stx_balance', { principal: ADDRESS }, `until_block=${sent}`));
+    expect(request.upstreamPath).toBe(`${STX}?until_block=${sent}`);
+    expect(request.canonicalPath).toBe(`${STX}?until_block=${double}`);
+    expect(requestOf(run('address_stx_balance', { principal: ADDRESS }, `until_block=${double}`)).canonicalPath).toBe(request.canonicalPath);
+    // A number the upstream reads differently keys apart.
+    expect(requestOf(run('address_stx_balance', { principal: ADDRESS }, `until_block=1${'0'.repeat(59)}`)).canonicalPath).not.toBe(request.canonicalPath);
   });
 
   it('forwards offset, height and event_offset past 2^53 as digits', () => {
     expect(pathOf(run('address_transactions', { principal: ADDRESS }, `offset=${BIG}`))).toBe(`${TXS}?offset=${BIG}`);
     expect(pathOf(run('address_transactions', { principal: ADDRESS }, `height=${BIG}`))).toBe(`${TXS}?height=${BIG}`);
-    // Ajv reads 1e21 as the same number as its digits.
+    // Ajv reads 1e21 as the same number as its digits: not digits, so the digits of that number go.
     expect(pathOf(run('address_transactions', { principal: ADDRESS }, 'offset=1e21'))).toBe(`${TXS}?offset=${BIG}`);
     expect(pathOf(run('tx_by_id', { tx_id: TX }, `event_offset=${BIG}`))).toBe(`/extended/v1/tx/${TX}?event_offset=${BIG}`);
     expect(pathOf(run('tx_events', {}, `tx_id=${TX}&offset=${BIG}`))).toBe(`/extended/v1/tx/events?offset=${BIG}&tx_id=${TX}`);
@@ -192,5 +210,44 @@ describe('numbers are forwarded as digits', () => {
     expect(pathOf(run('block_by_burn_height', { burn_block_height: BIG }))).toBe(`/extended/v1/block/by_burn_block_height/${BIG}`);
     // 1e100's digits are 101 characters, more than the upstream router takes in a parameter.
     expect(pathOf(run('block', { height_or_hash: '1e100' }))).toBe('/extended/v2/blocks/1e+100');
+  });
+
+  it("forwards every integer parameter of the 13 routes with the client's digits, keyed by one form per number", () => {
+    const sent = `00${'9'.repeat(40)}`; // leading zeros, and past 2^53: the double's digits differ
+    const canonical = integerText(Number(sent));
+    expect(canonical).not.toBe(sent.slice(2));
+    const cases: [RouteId, Record<string, string>, string, string][] = [
+      ['address_transactions', { principal: ADDRESS }, 'offset', TXS],
+      ['address_transactions', { principal: ADDRESS }, 'height', TXS],
+      ['address_transactions_v2', { address: ADDRESS }, 'offset', `/extended/v2/addresses/${ADDRESS}/transactions`],
+      ['tx_by_id', { tx_id: TX }, 'event_offset', `/extended/v1/tx/${TX}`],
+      ['tx_multiple', {}, 'event_offset', '/extended/v1/tx/multiple'],
+      ['tx_events', {}, 'offset', '/extended/v1/tx/events'],
+      ['contract_events', { contract_id: `${ADDRESS}.c` }, 'offset', `/extended/v1/contract/${ADDRESS}.c/events`],
+    ];
+    for (const [id, params, name, path] of cases) {
+      const extra = id === 'tx_multiple' || id === 'tx_events' ? `&tx_id=${TX}` : '';
+      const request = requestOf(run(id, params, `${name}=${sent}${extra}`));
+      expect(request.upstreamPath, `${id} ${name}`).toContain(`${name}=${sent}`);
+      expect(request.canonicalPath, `${id} ${name}`).toContain(`${name}=${canonical}`);
+      expect(request.upstreamPath.startsWith(`${path}?`), id).toBe(true);
+    }
+    // Bounded ones: the client's digits go, the number keys.
+    for (const [id, params, name] of [
+      ['address_transactions', { principal: ADDRESS }, 'limit'],
+      ['tx_by_id', { tx_id: TX }, 'event_limit'],
+    ] as const) {
+      const request = requestOf(run(id, params, `${name}=007`));
+      expect(request.upstreamPath).toContain(`${name}=007`);
+      expect(request.canonicalPath).toContain(`${name}=7`);
+    }
+    for (const [id, name] of [
+      ['block', 'height_or_hash'],
+      ['block_by_burn_height', 'burn_block_height'],
+    ] as const) {
+      const request = requestOf(run(id, { [name]: sent }));
+      expect(request.upstreamPath.endsWith(`/${sent}`), id).toBe(true);
+      expect(request.canonicalPath.endsWith(`/${canonical}`), id).toBe(true);
+    }
   });
 });

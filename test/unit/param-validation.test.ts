@@ -48,9 +48,16 @@ describe('integer parameters (limit, offset, height, event_limit, burn_block_hei
     ['height=12', `${TXS_V1}?height=12`],
     // Ajv coerces any string that equals its numeric value.
     ['limit=1e1', `${TXS_V1}?limit=10`],
-    ['limit=05', `${TXS_V1}?limit=5`],
+    // The client's digits are forwarded as sent (the upstream reads them as 5); the key has 5.
+    ['limit=05', `${TXS_V1}?limit=05`],
   ])('accepts %s as %s', (query, upstreamPath) => {
     expect(pathOf(addressTxs(query))).toBe(upstreamPath);
+  });
+
+  it('keys every spelling of a number by its digits', () => {
+    for (const query of ['limit=5', 'limit=05', 'limit=5e0', 'limit=0x5', 'limit=%205']) {
+      expect(requestOf(addressTxs(query)).canonicalPath, query).toBe(`${TXS_V1}?limit=5`);
+    }
   });
 
   it.each([
@@ -95,7 +102,8 @@ describe('integer parameters (limit, offset, height, event_limit, burn_block_hei
 
   it('accepts burn_block_height 0 and canonicalizes the number', () => {
     expect(pathOf(run('block_by_burn_height', { burn_block_height: '0' }))).toBe('/extended/v1/block/by_burn_block_height/0');
-    expect(pathOf(run('block_by_burn_height', { burn_block_height: '0125' }))).toBe('/extended/v1/block/by_burn_block_height/125');
+    expect(pathOf(run('block_by_burn_height', { burn_block_height: '0125' }))).toBe('/extended/v1/block/by_burn_block_height/0125');
+    expect(requestOf(run('block_by_burn_height', { burn_block_height: '0125' })).canonicalPath).toBe('/extended/v1/block/by_burn_block_height/125');
   });
 });
 
@@ -203,8 +211,36 @@ describe('principals', () => {
     expect(run('tx_events', {}, `address=${BAD_CHECKSUM}`)).toEqual(message);
   });
 
-  it('does not run the c32 check on the v2 address route (the upstream does not)', () => {
-    expect(pathOf(run('address_transactions_v2', { address: BAD_CHECKSUM }))).toBe(`/extended/v2/addresses/${BAD_CHECKSUM}/transactions`);
+  it('does not reject a bad checksum on the v2 address route (the upstream does not check it): it goes uncached', () => {
+    expect(run('address_transactions_v2', { address: BAD_CHECKSUM })).toEqual({ kind: 'passthrough' });
+  });
+});
+
+describe('the address of /extended/v2/addresses/:address/transactions (route 11)', () => {
+  const v2 = (address: string) => run('address_transactions_v2', { address });
+
+  it('caches a real principal, an address or a contract', () => {
+    expect(pathOf(v2(ADDRESS))).toBe(`/extended/v2/addresses/${ADDRESS}/transactions`);
+    expect(pathOf(v2(OTHER_ADDRESS))).toBe(`/extended/v2/addresses/${OTHER_ADDRESS}/transactions`);
+    expect(pathOf(v2(CONTRACT))).toBe(`/extended/v2/addresses/${CONTRACT}/transactions`);
+  });
+
+  it('leaves to the passthrough what the unanchored pattern lets after 28 c32 characters', () => {
+    for (const address of [
+      `${OTHER_ADDRESS}/../../x`,
+      `${ADDRESS}/../../../v1/tx/mempool`,
+      `${OTHER_ADDRESS}x`,
+      `${CONTRACT}.more`,
+      `${CONTRACT}/x`,
+      `${ADDRESS.slice(0, 28)}`,
+      `${OTHER_ADDRESS}${'0'.repeat(59)}`,
+    ]) {
+      expect(v2(address), address).toEqual({ kind: 'passthrough' });
+    }
+  });
+
+  it('still answers what fails the schema with the schema error', () => {
+    expect(v2(`x${OTHER_ADDRESS}`)).toEqual(schemaError(principalPatternMessage('params/address')));
   });
 });
 
@@ -344,7 +380,9 @@ describe('until_block', () => {
 
   it('reads a leading integer like parseInt does', () => {
     const request = requestOf(stx('until_block=123abc'));
-    expect(request.upstreamPath).toBe(`${STX}?until_block=123`);
+    // Forwarded as sent (the upstream's parseInt reads 123 too), keyed as 123.
+    expect(request.upstreamPath).toBe(`${STX}?until_block=123abc`);
+    expect(request.canonicalPath).toBe(`${STX}?until_block=123`);
     expect(request.facts.untilBlock).toEqual({ kind: 'height', height: 123 });
   });
 

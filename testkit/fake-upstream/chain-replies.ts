@@ -99,6 +99,26 @@ export function requestedTxIds(query: string): string[] {
 }
 
 /** A resource without events answers an empty page, never 404 (§4.8, §4.9). */
+/** `/extended/v1/tx/mempool`: the pending transactions, newest first, under the mempool ETag. */
+export function mempoolListReply({ chain, query }: RequestContext): Reply {
+  const params = new URLSearchParams(query);
+  const limit = Number(params.get('limit')) || DEFAULT_LIMIT;
+  const offset = Number(params.get('offset')) || 0;
+  const address = params.get('address');
+  const pending = chain
+    .pendingTxs()
+    .filter((tx) => !address || tx.sender_address === address)
+    .reverse();
+  const page = { limit, offset, total: pending.length, results: pending.slice(offset, offset + limit) };
+  return jsonReply(200, JSON.stringify(page), chain.mempoolEtag());
+}
+
+/** `/extended/v2/blocks/average-times`: fixed figures (the fake's blocks carry no real times) under the tip ETag. */
+export function averageTimesReply({ chain }: RequestContext): Reply {
+  const times = { last_1h: 5, last_24h: 5, last_7d: 5, last_30d: 5 };
+  return jsonReply(200, JSON.stringify(times), chain.tipBlock().index_block_hash);
+}
+
 export function emptyPage(listKey: 'events' | 'results'): (ctx: RequestContext) => Reply {
   return ({ chain, query }) => {
     const params = new URLSearchParams(query);

@@ -115,6 +115,11 @@ export class FakeChain {
     return sha256Hex(`${String(tx.body.tx_id)}:${tx.blockIndexHash ?? ''}:${microblock}:${status}`);
   }
 
+  /** The transactions in the mempool, oldest first. */
+  pendingTxs(): TxBody[] {
+    return [...this.txs.values()].filter((tx) => tx.blockIndexHash === undefined).map((tx) => tx.body);
+  }
+
   mempoolEtag(): string {
     const micros = String(this.mempoolMicros % 1_000_000).padStart(6, '0');
     return `${Math.floor(this.mempoolMicros / 1_000_000)}.${micros}`;

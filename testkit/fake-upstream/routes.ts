@@ -1,8 +1,10 @@
 /** The route table: which of the upstream's routes the fake serves, and from where. */
 import {
+  averageTimesReply,
   blockReply,
   burnBlockReply,
   emptyPage,
+  mempoolListReply,
   statusReply,
   transferEtag,
   txMultipleReply,
@@ -41,6 +43,8 @@ export const ROUTES: RouteSpec[] = [
   { pattern: /^\/extended$/, handle: statusReply },
   { pattern: /^\/extended\/v1\/tx\/multiple$/, handle: txMultipleReply },
   { pattern: /^\/extended\/v1\/tx\/mempool\/stats$/, etag: mempoolEtag },
+  { pattern: /^\/extended\/v1\/tx\/mempool$/, deprecated: true, handle: mempoolListReply },
+  { pattern: /^\/extended\/v2\/blocks\/average-times$/, handle: averageTimesReply },
   { pattern: /^\/extended\/v2\/mempool\/fees$/, etag: mempoolEtag },
   {
     pattern: /^\/extended\/v1\/tx\/events$/,

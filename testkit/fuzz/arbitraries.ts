@@ -63,6 +63,18 @@ const KNOWN_VALUES = [
   '0x10',
   ' 1',
   '1.5',
+  // 61 digits: past 2^53 the double's digits differ from the client's.
+  `1${'0'.repeat(60)}`,
+  `00${'9'.repeat(40)}`,
+  // The upstream's static segments next to parameters of the cached routes (its router prefers them).
+  'mempool',
+  'average-times',
+  'multiple',
+  'events',
+  'stats',
+  'raw',
+  'by-block-time',
+  'transactions_with_transfers',
 ];
 
 const DOT_SEGMENTS = ['.', '..', '%2e', '%2E', '%2e%2e', '%2E%2E', '%2e%2E', '.%2e', '%2e.', '...', '.%00.'];

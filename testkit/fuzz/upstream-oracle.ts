@@ -2,8 +2,9 @@
  * Judges, with the proxy's own route matcher and validator, what may reach the upstream and
  * what the proxy may answer itself (pure: no I/O). The fuzz properties (./properties.ts) use it.
  *
- * An upstream request is fine when it is a canonical request of one of the 13 routes (the
- * validator accepts it and gives back the same request), or a passthrough path under the public
+ * An upstream request is fine when it is a request of one of the 13 routes as the proxy forwards
+ * it (the validator accepts it and gives back the same request: canonical, but with the client's
+ * digits and until_block text), input a route leaves to the passthrough, or a passthrough path under the public
  * prefixes with no dot segments (raw or `%2e`), backslashes or doubled slashes. A path the
  * upstream's router reads as one of the 13 routes (it percent-decodes before matching, as
  * `decodeURI` does) is held to the first rule: otherwise a route would reach it unvalidated.
@@ -60,6 +61,8 @@ export function judgeUpstreamRequest(url: string): UpstreamVerdict {
   if (match.kind === 'bad-url') return { ok: false, kind: 'undecodable-route', detail: `route path ${JSON.stringify(path)} the proxy cannot decode reached the upstream` };
   if (match.kind === 'match') {
     const outcome = validateRequest(match.route, match.params, query);
+    // Input a route leaves to the passthrough (route 11's address with a suffix) goes as sent.
+    if (outcome.kind === 'passthrough') return { ok: true, as: 'passthrough' };
     if (outcome.kind !== 'request') {
       const answer = outcome.kind === 'error' ? `${outcome.error.status} ${outcome.error.body}` : `redirect to ${outcome.location}`;
       return { ok: false, kind: `unvalidated:${match.route.id}`, detail: `${JSON.stringify(url)} reached the upstream; the validator answers ${answer}` };

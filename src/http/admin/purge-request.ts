@@ -74,6 +74,7 @@ function keysOfUrl(url: string, prefix: string): PurgeRequest {
   if (match.kind !== 'match') return invalid(`url ${target.path} is not one of the cached routes`);
   const outcome = validateRequest(match.route, match.params, target.query);
   if (outcome.kind === 'redirect') return invalid(`url is redirected to ${outcome.location}: purge that url`);
+  if (outcome.kind === 'passthrough') return invalid(`url ${target.path} is not cached: it goes to the upstream as sent`);
   if (outcome.kind === 'error') return invalid(`url is not a valid request for ${match.route.id}: ${JSON.parse(outcome.error.body).message as string}`);
   const { request } = outcome;
   const route = match.route;
@@ -83,6 +84,6 @@ function keysOfUrl(url: string, prefix: string): PurgeRequest {
   itemQuery.delete('tx_id');
   const queryText = serializeQuery(itemQuery);
   const ids = [...new Set(request.values.tx_id as string[])];
-  const keys = [routeKey(prefix, route.id, request.upstreamPath), ...ids.flatMap((id) => [transactionKey(prefix, id, queryText), listMemberKey(prefix, id, queryText)])];
+  const keys = [routeKey(prefix, route.id, request.canonicalPath), ...ids.flatMap((id) => [transactionKey(prefix, id, queryText), listMemberKey(prefix, id, queryText)])];
   return { kind: 'selector', selector: { kind: 'keys', keys } };
 }
