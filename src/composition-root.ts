@@ -205,6 +205,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     sharedFlight,
     clock: now,
     telemetry,
+    verifyCanonical: (height) => tracker.verifyCanonical(height),
   });
   const txList = new TxListReader({
     store,
@@ -217,6 +218,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     transactionHeaders: ROUTE_BY_ID.get('tx_by_id')?.deprecated ? { warning: UPSTREAM_DEPRECATION_WARNING } : {},
     readWhole: (route, request, context) => readThrough.read(route, request, undefined, context),
     telemetry,
+    verifyCanonical: (height) => tracker.verifyCanonical(height),
   });
 
   let shuttingDown = false;

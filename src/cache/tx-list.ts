@@ -73,6 +73,8 @@ export interface TxListDeps {
   /** Reads a list the upstream must answer whole, as one entry for the request (the single reader). */
   readWhole(route: RouteSpec, request: CanonicalRequest, context: ReadContext): Promise<ReadResult>;
   telemetry: Telemetry;
+  /** Learns the canonical block at a height (see ReadThroughDeps.verifyCanonical). */
+  verifyCanonical?: (height: number) => Promise<void>;
 }
 
 export class TxListReader {
@@ -147,8 +149,15 @@ export class TxListReader {
       // The client request's id, so the upstream's logs correlate with ours.
       headers: context.requestId === undefined ? undefined : { 'x-request-id': context.requestId },
       // Each attempt's answer is split (and its body parsed) once, here: a malformed one is retried elsewhere.
-      validate: (answer) => {
-        const admission = admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
+      validate: async (answer) => {
+        const admitOnce = () => admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
+        let admission = admitOnce();
+        // Members that only wait for their block to be checked: one check per height, then admitted again.
+        const verify = this.deps.verifyCanonical;
+        if (admission.kind === 'members' && admission.unverifiedHeights.size > 0 && verify) {
+          await Promise.all([...admission.unverifiedHeights].map((height) => verify(height)));
+          admission = admitOnce();
+        }
         if (admission.kind === 'failure') throw admission.error;
         admitted.set(answer, admission);
       },

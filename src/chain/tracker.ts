@@ -2,16 +2,21 @@
  * Tracks the chain tip by polling each upstream's `GET /extended` with If-None-Match (a 304
  * until a block arrives), each upstream on its own schedule: a hanging upstream delays only its
  * own next poll, never the tip seen from another. Each answer is judged as it arrives, one at a
- * time: which tip to believe (tip-evidence.ts: a far jump waits for confirmation), whether it
- * is a reorg or a correction (a tip that does not extend the believed one, fork-search.ts), and
- * which data is final (finality.ts: a verified watermark, never the tip alone). Each upstream's
- * believable tip goes to the upstream health owner, which decides from it which upstreams lag.
+ * time: which tip to believe (tip-evidence.ts: a far jump needs another upstream, or its parent
+ * chain, jump-walk.ts), whether it is a reorg or a correction (a tip that does not extend the
+ * believed one, fork-search.ts), and which data is final (finality.ts: a verified watermark,
+ * never the tip alone). The canonical blocks it verifies on the way are recorded
+ * (canonical-record.ts), and it checks others on demand (`verifyCanonical`), so that an answer is
+ * final only when the block it names is the canonical one. Each upstream's believable tip goes
+ * to the upstream health owner, which decides from it which upstreams lag.
  */
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
+import { canonicalBlockOf, CanonicalRecord } from './canonical-record.js';
 import { FinalityWatermark, type BurnBlockAnswer } from './finality.js';
 import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
+import { ParentWalks } from './jump-walk.js';
 import { ReorgLog } from './reorg-log.js';
 import { TipEvidence } from './tip-evidence.js';
 import type { ChainTip, ChainView } from './view.js';
@@ -41,8 +46,13 @@ export interface TipReceiver {
 }
 
 interface StatusBody {
-  chain_tip?: { block_height?: number; index_block_hash?: string; burn_block_height?: number };
+  chain_tip?: { block_height?: number; index_block_hash?: string; burn_block_height?: number; block_hash?: string };
 }
+
+/** Blocks of a jumped tip's parent chain asked for per poll (a 1,000-block catch-up takes about 32 polls). */
+const JUMP_WALK_BLOCKS_PER_POLL = 32;
+/** Checks of canonical blocks (verifyCanonical) in flight at once; beyond it answers stay `tip`. */
+const CHECKS_IN_FLIGHT = 64;
 
 function parseJson<T>(body: Buffer): T | undefined {
   try {
@@ -62,6 +72,11 @@ export class ChainTipTracker {
   private readonly reorgs = new ReorgLog();
   /** The reference for fork search. */
   private readonly history = new TipHistory();
+  /** Verified canonical blocks: what makes an answer final (cache/chain-position.ts). */
+  private readonly record = new CanonicalRecord();
+  private readonly walks = new ParentWalks(JUMP_WALK_BLOCKS_PER_POLL);
+  /** verifyCanonical's requests in flight, one per height. */
+  private readonly checks = new Map<number, Promise<void>>();
   private snapshot: ChainView = { reorgs: [] };
   /** Each upstream's poll in flight (at most one), and its next scheduled one. */
   private readonly polls = new Map<string, Promise<boolean>>();
@@ -157,6 +172,7 @@ export class ChainTipTracker {
       throw new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`);
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
+    if (typeof tip.block_hash === 'string') parsed.blockHash = tip.block_hash;
     if (response.headers.etag) this.perUpstream.set(origin, { etag: response.headers.etag, tip: parsed });
     return parsed;
   }
@@ -176,9 +192,13 @@ export class ChainTipTracker {
     const believed = this.current && this.currentOrigin ? { tip: this.current, origin: this.currentOrigin } : undefined;
     const judgement = this.evidence.judge(origin, tip, believed);
     if (judgement.kind === 'hold') {
-      this.telemetry.tipJumpHeld(origin, this.current ?? tip, tip);
-      return;
-    }
+      const linked = believed !== undefined && (await this.walkJump(origin, tip, believed.tip)) === 'linked';
+      this.publish(); // the reported heights bound what answers may claim, held ones included
+      if (!linked) {
+        this.telemetry.tipJumpHeld(origin, this.current ?? tip, tip);
+        return;
+      }
+    } else this.walks.end(origin);
     this.health.reportTip(origin, tip.height);
     if (judgement.kind === 'keep') {
       if (judgement.leader) this.currentOrigin = judgement.leader;
@@ -186,8 +206,54 @@ export class ChainTipTracker {
     }
     await this.advanceTo(tip, origin);
     this.currentOrigin = origin;
-    await this.finality.advance(tip, (burnHeight) => this.blockAtBurn(burnHeight, origin));
+    const watermark = await this.finality.advance(tip, (burnHeight) => this.blockAtBurn(burnHeight, origin));
+    if (watermark) this.record.remember(watermark);
     this.publish();
+  }
+
+  /** The jumped tip's parent chain, walked on by one poll's worth of blocks. Failures: still walking. */
+  private walkJump(origin: string, tip: ChainTip, believed: ChainTip): Promise<string> {
+    const blockAt = async (height: number): Promise<unknown> => {
+      const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
+      if (response.status === 404) return undefined;
+      if (response.status !== 200) throw new Error(`block ${height} of ${origin} answered ${response.status}`);
+      return parseJson<unknown>(response.body);
+    };
+    return this.walks.step(origin, tip, believed, blockAt).catch((error: unknown) => {
+      this.telemetry.tipPollFailed(error);
+      return 'walking';
+    });
+  }
+
+  /**
+   * Learns the canonical block at a final height, from the upstream that gave the believed tip:
+   * an answer that would be final names a block the proxy has not recorded yet. One request per
+   * height at a time, at most CHECKS_IN_FLIGHT heights at once; nothing is recorded unless the
+   * block is canonical and sits where the watermark allows (at or below it, in height and burn
+   * height). Never throws: a block not learned leaves the answer `tip`.
+   */
+  verifyCanonical(height: number): Promise<void> {
+    const known = this.checks.get(height);
+    if (known) return known;
+    if (this.checks.size >= CHECKS_IN_FLIGHT || this.record.at(height)?.blockHash !== undefined) return Promise.resolve();
+    const check = this.checkCanonical(height)
+      .catch(() => undefined)
+      .finally(() => this.checks.delete(height));
+    this.checks.set(height, check);
+    return check;
+  }
+
+  private async checkCanonical(height: number): Promise<void> {
+    const origin = this.currentOrigin;
+    const { finalStacksHeight, finalBurnHeight } = this.snapshot;
+    if (!origin || finalStacksHeight === undefined || finalBurnHeight === undefined || height > finalStacksHeight) return;
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
+    const block = response.status === 200 ? canonicalBlockOf(parseJson<unknown>(response.body), height) : undefined;
+    // The believed chain may have come down while it was asked: judged against the watermark now.
+    const now = this.snapshot;
+    if (!block || now.finalStacksHeight === undefined || now.finalBurnHeight === undefined) return;
+    if (height > now.finalStacksHeight || block.burnHeight > now.finalBurnHeight) return;
+    this.record.remember(block);
   }
 
   private async advanceTo(next: ChainTip, origin: string): Promise<void> {
@@ -199,11 +265,13 @@ export class ChainTipTracker {
       const record = { at: this.clock(), forkHeight };
       this.reorgs.add(record);
       this.history.forgetAbove(forkHeight);
+      this.record.forgetAbove(forkHeight);
       this.finality.lowerTo(forkHeight);
       this.telemetry.reorgDetected(record.forkHeight, previous, next);
     }
     this.current = next;
     this.history.remember(next.height, next.indexBlockHash);
+    this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
     this.telemetry.tipChanged(next);
     // Published at once: entries validated from here on carry the new tip.
     this.publish();
@@ -224,12 +292,18 @@ export class ChainTipTracker {
 
   private publish(): void {
     const tip = this.current;
+    const watermark = this.finality.block(tip);
+    const reported = this.evidence.highestReported();
+    const margin = this.settings.maxJumpBlocks;
     this.snapshot = {
       tipHash: tip?.indexBlockHash,
       tipHeight: tip?.height,
       burnHeight: tip?.burnHeight,
-      finalBurnHeight: this.finality.finalBurnHeight(tip),
-      finalStacksHeight: this.finality.finalStacksHeight(tip),
+      finalBurnHeight: watermark?.burnHeight,
+      finalStacksHeight: watermark?.height,
+      heightCeiling: reported && Math.max(reported.height, tip?.height ?? 0) + margin,
+      burnCeiling: reported && Math.max(reported.burnHeight, tip?.burnHeight ?? 0) + margin,
+      canonical: this.record,
       reorgs: this.reorgs.list(),
     };
   }

@@ -22,22 +22,21 @@ describe('TipEvidence', () => {
     expect(e.judge(A, tip(50), believedFrom(A, tip(50)))).toEqual({ kind: 'keep' });
   });
 
-  it('holds a jump of the Stacks or the burn height until the same upstream shows it again', () => {
+  it('holds a jump of the Stacks or the burn height however often the same upstream shows it', () => {
     const e = evidence();
     const current = believedFrom(A, tip(50));
-    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
-    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'believe' });
+    for (let poll = 0; poll < 3; poll++) expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
     expect(e.judge(A, tip(51, 1151), current)).toEqual({ kind: 'hold' });
-    expect(e.judge(A, tip(52, 1152), current)).toEqual({ kind: 'believe' }); // a little higher is the same view, moving on
+    expect(e.judge(A, tip(52, 1152), current)).toEqual({ kind: 'hold' }); // a little higher is the same unconfirmed view
   });
 
-  it('forgets a held jump when the next poll shows something else', () => {
+  it('reports the highest heights any upstream shows now, held jumps included', () => {
     const e = evidence();
-    const current = believedFrom(A, tip(50));
-    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
-    expect(e.judge(A, tip(50), current)).toEqual({ kind: 'keep' });
-    expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
-    expect(e.judge(A, tip(2050), current)).toEqual({ kind: 'hold' }); // another jump from the held one
+    e.judge(A, tip(1050, 1100), believedFrom(A, tip(50)));
+    e.judge(B, tip(60, 1200), believedFrom(A, tip(50)));
+    expect(e.highestReported()).toEqual({ height: 1050, burnHeight: 1200 });
+    e.judge(A, tip(50), believedFrom(A, tip(50)));
+    expect(e.highestReported()).toEqual({ height: 60, burnHeight: 1200 });
   });
 
   it('believes a jump another upstream reports near it', () => {
@@ -64,7 +63,7 @@ describe('TipEvidence', () => {
 
 describe('FinalityWatermark', () => {
   const TIP = tip(50, 136);
-  const canonicalAt = (height: number, burnHeight: number): BurnBlockAnswer => ({ height, burn_block_height: burnHeight, canonical: true });
+  const canonicalAt = (height: number, burnHeight: number): BurnBlockAnswer => ({ height, burn_block_height: burnHeight, canonical: true, index_block_hash: `0x${height}` });
 
   async function advanced(answers: Record<number, BurnBlockAnswer>, at = TIP) {
     const watermark = new FinalityWatermark(6);
@@ -96,7 +95,8 @@ describe('FinalityWatermark', () => {
   it.each([
     ['another burn block', canonicalAt(36, 131)],
     ['a block above the believed tip', canonicalAt(51, 130)],
-    ['a block without a height', { burn_block_height: 130, canonical: true }],
+    ['a block without a height', { burn_block_height: 130, canonical: true, index_block_hash: '0x36' }],
+    ['a block without an index block hash', { height: 36, burn_block_height: 130, canonical: true }],
   ])('does not move for %s', async (_name, answer) => {
     const { watermark } = await advanced({ 130: answer });
     expect(watermark.finalBurnHeight(TIP)).toBeUndefined();
@@ -119,8 +119,22 @@ describe('FinalityWatermark', () => {
     expect([asks, watermark.finalStacksHeight(TIP)]).toEqual([1, 36]);
   });
 
-  it('never reports finality above a lower tip it was corrected to', async () => {
+  // Before: the burn and Stacks heights were each capped on their own ([114, 30]), a pair that named
+  // no block, and the verified watermark stayed above the lower tip for the next one to use.
+  it('comes down with the believed tip: a watermark above a lower tip is dropped and verified again below it', async () => {
     const { watermark } = await advanced({ 130: canonicalAt(36, 130) });
-    expect([watermark.finalBurnHeight(tip(30, 120)), watermark.finalStacksHeight(tip(30, 120))]).toEqual([114, 30]);
+    const lower = tip(30, 120);
+    expect([watermark.finalBurnHeight(lower), watermark.finalStacksHeight(lower)]).toEqual([undefined, undefined]);
+    watermark.lowerTo(30);
+    await watermark.advance(lower, (burnHeight) => Promise.resolve(burnHeight === 114 ? canonicalAt(12, 114) : undefined));
+    expect([watermark.finalBurnHeight(lower), watermark.finalStacksHeight(lower)]).toEqual([114, 12]);
+    expect([watermark.finalBurnHeight(TIP), watermark.finalStacksHeight(TIP)]).toEqual([114, 12]); // not back up to 130 by itself
+  });
+
+  it('drops a watermark the believed tip no longer allows even without a reorg record', async () => {
+    const { watermark } = await advanced({ 130: canonicalAt(36, 130) });
+    const verified = await watermark.advance(tip(45, 131), (burnHeight) => Promise.resolve(burnHeight === 125 ? canonicalAt(21, 125) : undefined));
+    expect(verified).toEqual({ height: 21, burnHeight: 125, indexBlockHash: '0x21', blockHash: undefined });
+    expect(watermark.finalStacksHeight(tip(45, 131))).toBe(21);
   });
 });
