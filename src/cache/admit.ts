@@ -6,7 +6,7 @@
  * check (identity.ts) and the freshness class.
  */
 import { createHash } from 'node:crypto';
-import type { ChainView } from '../chain/view.js';
+import type { BlockRef, ChainView } from '../chain/view.js';
 import type { RequestFacts, FreshnessRules } from '../routes/route-spec.js';
 import type { UpstreamResponse } from '../upstream/client.js';
 import { UpstreamError } from '../upstream/errors.js';
@@ -31,11 +31,11 @@ export interface PassedOn {
 }
 
 /**
- * `unverifiedHeight`: the entry would be final were the canonical block at that height known
- * (and the same): worth one check (the tracker's) and a second admission.
+ * `unverified`: the entry would be final were the block it names checked as the canonical one
+ * at its height: worth one check (the tracker's) and a second admission.
  */
 export type Admission =
-  | { kind: 'entry'; entry: CacheEntry; unverifiedHeight?: number }
+  | { kind: 'entry'; entry: CacheEntry; unverified?: BlockRef }
   | { kind: 'pass-on'; passed: PassedOn }
   | { kind: 'failure'; error: UpstreamError };
 
@@ -148,7 +148,7 @@ export function admit(input: AdmitInput): Admission {
 export type Confirmation = Exclude<Admission, { kind: 'pass-on' }>;
 
 const withCheck = (entry: CacheEntry, classification: Classification): Admission & { kind: 'entry' } =>
-  classification.unverifiedHeight === undefined ? { kind: 'entry', entry } : { kind: 'entry', entry, unverifiedHeight: classification.unverifiedHeight };
+  classification.unverified === undefined ? { kind: 'entry', entry } : { kind: 'entry', entry, unverified: classification.unverified };
 
 /**
  * A 304 confirms the stored bytes (its ETag stays: the upstream's 304 carries none). The class
@@ -164,8 +164,8 @@ export function confirm(entry: CacheEntry, input: Omit<AdmitInput, 'response'>, 
 
 /** A tx/multiple answer split into one entry per transaction. */
 export type ListAdmission =
-  /** `unverifiedHeights`: members that a check of the canonical block at these heights may make final. */
-  | { kind: 'members'; members: Map<string, CacheEntry>; unverifiedHeights: Set<number> }
+  /** `unverified`: the blocks whose check may make members final, by block hash. */
+  | { kind: 'members'; members: Map<string, CacheEntry>; unverified: Map<string, BlockRef> }
   | { kind: 'pass-on'; passed: PassedOn }
   | { kind: 'failure'; error: UpstreamError };
 
@@ -201,13 +201,13 @@ export function admitList(input: ListAdmitInput): ListAdmission {
   const notAnObject = () => ({ kind: 'failure' as const, error: new UpstreamError('invalid', response.upstream, 'tx/multiple answer is not an object') });
   if (!raw || list === null || typeof list !== 'object' || Array.isArray(list)) return notAnObject();
   const members = new Map<string, CacheEntry>();
-  const unverifiedHeights = new Set<number>();
+  const unverified = new Map<string, BlockRef>();
   for (const { key, raw: memberText } of raw) {
     const member = list[key] as { found?: unknown; result?: unknown } | undefined;
     const classification = classifyListMember(member, asked.chain);
     if (!member || !classification) return notAnObject();
     if (isContradiction(classification)) return { kind: 'failure', error: contradicting(response.upstream, `member ${key}: ${classification.contradiction}`) };
-    if (classification.unverifiedHeight !== undefined) unverifiedHeights.add(classification.unverifiedHeight);
+    if (classification.unverified) unverified.set(classification.unverified.blockHash, classification.unverified);
     const found = member.found === true;
     const minedHeight = found ? minedHeightOf(classification, member.result) : undefined;
     const unwrapped = found && memberText.startsWith(FOUND_MEMBER_PREFIX) && memberText.endsWith(FOUND_MEMBER_SUFFIX);
@@ -221,5 +221,5 @@ export function admitList(input: ListAdmitInput): ListAdmission {
       listItem: { found, minedHeight, ...(unwrapped ? { unwrapped: true } : {}) },
     });
   }
-  return { kind: 'members', members, unverifiedHeights };
+  return { kind: 'members', members, unverified };
 }

@@ -8,7 +8,7 @@
  * canonical one. Above the watermark a different block may be a reorg the tip poll has not
  * seen yet: that is only not final.
  */
-import type { CanonicalBlock, ChainView } from '../chain/view.js';
+import type { BlockRef, CanonicalBlock, ChainView } from '../chain/view.js';
 
 /** The block an answer says its data sits in. */
 export interface Position {
@@ -20,8 +20,8 @@ export interface Position {
 
 export type PositionVerdict =
   | { kind: 'final' }
-  /** Not final. `unverifiedHeight`: it would be, were the canonical block at that height known and the same. */
-  | { kind: 'not-final'; unverifiedHeight?: number }
+  /** Not final. `unverified`: it would be, were the block it names checked as the canonical one at its height. */
+  | { kind: 'not-final'; unverified?: BlockRef }
   | { kind: 'contradiction'; why: string };
 
 const NOT_FINAL: PositionVerdict = { kind: 'not-final' };
@@ -64,5 +64,6 @@ export function judgePosition(position: Position, chain: ChainView): PositionVer
     return contradiction(`block ${height} is above the final block ${finalHeight} (burn ${finalBurn}) but claims burn height ${burnHeight}`);
   }
   if (height > finalHeight) return NOT_FINAL;
-  return named === true ? { kind: 'final' } : { kind: 'not-final', unverifiedHeight: height };
+  if (named === true) return { kind: 'final' };
+  return position.blockHash === undefined ? NOT_FINAL : { kind: 'not-final', unverified: { height, blockHash: position.blockHash } };
 }

@@ -4,7 +4,7 @@
  * manner of http-cache-semantics' evaluateRequest. No I/O; time and chain state come in as
  * arguments.
  */
-import type { ChainView, ReorgRecord } from '../chain/view.js';
+import type { BlockRef, ChainView, ReorgRecord } from '../chain/view.js';
 import type { FreshnessRules, RequestFacts } from '../routes/route-spec.js';
 import { judgePosition } from './chain-position.js';
 import type { CacheEntry, FreshnessClass } from './entry.js';
@@ -24,10 +24,10 @@ export interface Classification {
   cls: FreshnessClass;
   height?: number;
   /**
-   * Not final only because the canonical block at this height is not known yet: one request
-   * to learn it (the tracker's check) and a second classification may make it final.
+   * Not final only because the block it names is not known yet as the canonical one at its
+   * height: one request to check it (the tracker's) and a second classification may make it final.
    */
-  unverifiedHeight?: number;
+  unverified?: BlockRef;
 }
 
 /** An answer whose position contradicts the verified chain: an invalid upstream answer. */
@@ -106,7 +106,7 @@ function judgeBlockData(data: MinedFields, chain: ChainView, blockHeight: unknow
   );
   if (verdict.kind === 'contradiction') return { contradiction: verdict.why };
   if (verdict.kind === 'final') return { cls: 'final', height: blockHeight };
-  return verdict.unverifiedHeight === undefined ? { cls: 'tip' } : { cls: 'tip', unverifiedHeight: verdict.unverifiedHeight };
+  return verdict.unverified === undefined ? { cls: 'tip' } : { cls: 'tip', unverified: verdict.unverified };
 }
 
 /** A confirmed transaction: final when deep enough and where the chain says, else tip; pending ones move with the mempool. */

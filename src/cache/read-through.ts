@@ -7,7 +7,7 @@
  * stale-if-error rules still allow it. The answer becomes an entry in admit.ts.
  */
 import type { Clock } from '../clock.js';
-import type { ChainView } from '../chain/view.js';
+import type { BlockRef, ChainView } from '../chain/view.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import type { CanonicalRequest } from '../routes/validate.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
@@ -58,20 +58,20 @@ export interface ReadThroughDeps {
   sharedFlight?: SharedFlight;
   telemetry: Telemetry;
   /**
-   * Learns the canonical block at a height (the tracker's bounded, single-flight check); absent:
-   * answers whose block is not known yet stay `tip`.
+   * Checks that a block is the canonical one at its height (the tracker's bounded, single-flight
+   * check); absent: answers whose block is not known yet stay `tip`.
    */
-  verifyCanonical?: (height: number) => Promise<void>;
+  verifyCanonical?: (block: BlockRef) => Promise<void>;
 }
 
 /**
  * An admission made once more after the canonical block it waited for was checked: the answer
  * is final only when its block is that one, and contradicts the chain when it is not.
  */
-export async function admitChecked<A extends Admission>(admitOnce: () => A, verifyCanonical: ((height: number) => Promise<void>) | undefined): Promise<A> {
+export async function admitChecked<A extends Admission>(admitOnce: () => A, verifyCanonical: ((block: BlockRef) => Promise<void>) | undefined): Promise<A> {
   const first = admitOnce();
-  if (first.kind !== 'entry' || first.unverifiedHeight === undefined || !verifyCanonical) return first;
-  await verifyCanonical(first.unverifiedHeight);
+  if (first.kind !== 'entry' || first.unverified === undefined || !verifyCanonical) return first;
+  await verifyCanonical(first.unverified);
   return admitOnce();
 }
 

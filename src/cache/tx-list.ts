@@ -9,7 +9,7 @@
  * found entries and the id as requested for missing ones.
  */
 import type { Clock } from '../clock.js';
-import type { ChainView } from '../chain/view.js';
+import type { BlockRef, ChainView } from '../chain/view.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { serializeQuery, type CanonicalRequest } from '../routes/validate.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
@@ -73,8 +73,8 @@ export interface TxListDeps {
   /** Reads a list the upstream must answer whole, as one entry for the request (the single reader). */
   readWhole(route: RouteSpec, request: CanonicalRequest, context: ReadContext): Promise<ReadResult>;
   telemetry: Telemetry;
-  /** Learns the canonical block at a height (see ReadThroughDeps.verifyCanonical). */
-  verifyCanonical?: (height: number) => Promise<void>;
+  /** Checks that a block is the canonical one at its height (see ReadThroughDeps.verifyCanonical). */
+  verifyCanonical?: (block: BlockRef) => Promise<void>;
 }
 
 export class TxListReader {
@@ -152,10 +152,10 @@ export class TxListReader {
       validate: async (answer) => {
         const admitOnce = () => admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
         let admission = admitOnce();
-        // Members that only wait for their block to be checked: one check per height, then admitted again.
+        // Members that only wait for their block to be checked: one check per block, then admitted again.
         const verify = this.deps.verifyCanonical;
-        if (admission.kind === 'members' && admission.unverifiedHeights.size > 0 && verify) {
-          await Promise.all([...admission.unverifiedHeights].map((height) => verify(height)));
+        if (admission.kind === 'members' && admission.unverified.size > 0 && verify) {
+          await Promise.all([...admission.unverified.values()].map((block) => verify(block)));
           admission = admitOnce();
         }
         if (admission.kind === 'failure') throw admission.error;

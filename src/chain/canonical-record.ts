@@ -1,7 +1,7 @@
 /**
  * The canonical blocks the proxy has verified, by height: the believed tips, the blocks the
  * finality watermark was verified on, and blocks checked on demand (one request, when an
- * answer would be final and its height is not known yet). An answer is final only when the
+ * answer would be final and the block it names is not known yet). An answer is final only when the
  * block it names is the one recorded at its height (cache/policy.ts). Bounded: the oldest
  * record goes first. After a reorg the records above the fork point belong to the dead branch.
  */
@@ -33,14 +33,14 @@ export class CanonicalRecord implements CanonicalLookup {
   }
 }
 
-/** A by-height block answer (/extended/v2/blocks/{height}) as a canonical block, when it is one. */
-export function canonicalBlockOf(answer: unknown, height: number): CanonicalBlock | undefined {
+/** A block answer (/extended/v2/blocks/{height or hash}) as a canonical block, when it is one. */
+export function canonicalBlockOf(answer: unknown): CanonicalBlock | undefined {
   if (answer === null || typeof answer !== 'object') return undefined;
   const block = answer as { height?: unknown; burn_block_height?: unknown; index_block_hash?: unknown; hash?: unknown; canonical?: unknown };
-  if (block.canonical !== true || block.height !== height) return undefined;
+  if (block.canonical !== true || typeof block.height !== 'number') return undefined;
   if (typeof block.burn_block_height !== 'number' || typeof block.index_block_hash !== 'string') return undefined;
   return {
-    height,
+    height: block.height,
     burnHeight: block.burn_block_height,
     indexBlockHash: block.index_block_hash,
     blockHash: typeof block.hash === 'string' ? block.hash : undefined,

@@ -19,7 +19,7 @@ import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
 import { ParentWalks } from './jump-walk.js';
 import { ReorgLog } from './reorg-log.js';
 import { TipEvidence } from './tip-evidence.js';
-import type { ChainTip, ChainView } from './view.js';
+import type { BlockRef, CanonicalBlock, ChainTip, ChainView } from './view.js';
 
 export type { ChainTip } from './view.js';
 
@@ -34,10 +34,11 @@ export interface ChainTipSettings {
   reorgMaxWalk: number;
 }
 
-/** What the tracker needs of the upstreams: who they are, and one request to a named one. */
+/** What the tracker needs of the upstreams: who they are, which are usable now, and one request to a named one. */
 export interface TipSource {
   readonly origins: string[];
   getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse>;
+  status(): { origin: string; usable: boolean }[];
 }
 
 /** Where each upstream's tip height goes (the upstream health owner). */
@@ -53,6 +54,8 @@ interface StatusBody {
 const JUMP_WALK_BLOCKS_PER_POLL = 32;
 /** Checks of canonical blocks (verifyCanonical) in flight at once; beyond it answers stay `tip`. */
 const CHECKS_IN_FLIGHT = 64;
+/** A block hash as the upstream's block route takes it: nothing else goes into a check's path. */
+const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 function parseJson<T>(body: Buffer): T | undefined {
   try {
@@ -75,8 +78,8 @@ export class ChainTipTracker {
   /** Verified canonical blocks: what makes an answer final (cache/chain-position.ts). */
   private readonly record = new CanonicalRecord();
   private readonly walks = new ParentWalks(JUMP_WALK_BLOCKS_PER_POLL);
-  /** verifyCanonical's requests in flight, one per height. */
-  private readonly checks = new Map<number, Promise<void>>();
+  /** verifyCanonical's checks in flight, one per block hash. */
+  private readonly checks = new Map<string, Promise<void>>();
   private snapshot: ChainView = { reorgs: [] };
   /** Each upstream's poll in flight (at most one), and its next scheduled one. */
   private readonly polls = new Map<string, Promise<boolean>>();
@@ -226,33 +229,40 @@ export class ChainTipTracker {
   }
 
   /**
-   * Learns the canonical block at a final height, from the upstream that gave the believed tip:
-   * an answer that would be final names a block the proxy has not recorded yet. One request per
-   * height at a time, at most CHECKS_IN_FLIGHT heights at once; nothing is recorded unless the
-   * block is canonical and sits where the watermark allows (at or below it, in height and burn
-   * height). Never throws: a block not learned leaves the answer `tip`.
+   * Checks that a block an answer names is the canonical one at its height, with the upstream
+   * that gave the believed tip (see checkOrigin), by the block's own hash (/extended/v2/blocks/
+   * {block_hash}: another URL than a by-height answer's, so a wrong answer on one URL does not
+   * confirm itself); when that is not a canonical block at the height claimed, the canonical
+   * block at that height is asked for instead. What it learns is recorded when canonical and at
+   * or below the watermark (in height and burn height); the answer is then admitted again
+   * against the record, which says whether it is final or contradicts the chain. At most two
+   * requests per block, one check per block at a time, at most CHECKS_IN_FLIGHT at once. Never
+   * throws: a block not checked leaves the answer `tip`.
    */
-  verifyCanonical(height: number): Promise<void> {
-    const known = this.checks.get(height);
-    if (known) return known;
-    if (this.checks.size >= CHECKS_IN_FLIGHT || this.record.at(height)?.blockHash !== undefined) return Promise.resolve();
-    const check = this.checkCanonical(height)
+  verifyCanonical(block: BlockRef): Promise<void> {
+    const key = block.blockHash.toLowerCase();
+    const running = this.checks.get(key);
+    if (running) return running;
+    if (this.checks.size >= CHECKS_IN_FLIGHT) return Promise.resolve();
+    const check = this.checkCanonical(block)
       .catch(() => undefined)
-      .finally(() => this.checks.delete(height));
-    this.checks.set(height, check);
+      .finally(() => this.checks.delete(key));
+    this.checks.set(key, check);
     return check;
   }
 
-  private async checkCanonical(height: number): Promise<void> {
-    const origin = this.currentOrigin;
-    const { finalStacksHeight, finalBurnHeight } = this.snapshot;
-    if (!origin || finalStacksHeight === undefined || finalBurnHeight === undefined || height > finalStacksHeight) return;
-    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
-    const block = response.status === 200 ? canonicalBlockOf(parseJson<unknown>(response.body), height) : undefined;
+  private async checkCanonical({ height, blockHash }: BlockRef): Promise<void> {
+    const origin = this.checkOrigin();
+    const { finalStacksHeight } = this.snapshot;
+    if (!origin || finalStacksHeight === undefined || height > finalStacksHeight || !BLOCK_HASH.test(blockHash)) return;
+    let block = await this.canonicalBlockAt(origin, blockHash.toLowerCase());
+    // Not that block there (none by that hash, or elsewhere): the canonical one at that height,
+    // which the answer's block then contradicts.
+    if (block?.height !== height) block = await this.canonicalBlockAt(origin, String(height));
     // The believed chain may have come down while it was asked: judged against the watermark now.
     const now = this.snapshot;
     if (!block || now.finalStacksHeight === undefined || now.finalBurnHeight === undefined) return;
-    if (height > now.finalStacksHeight || block.burnHeight > now.finalBurnHeight) return;
+    if (block.height > now.finalStacksHeight || block.burnHeight > now.finalBurnHeight) return;
     this.record.remember(block);
   }
 
@@ -275,6 +285,21 @@ export class ChainTipTracker {
     this.telemetry.tipChanged(next);
     // Published at once: entries validated from here on carry the new tip.
     this.publish();
+  }
+
+  private async canonicalBlockAt(origin: string, heightOrHash: string): Promise<CanonicalBlock | undefined> {
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${heightOrHash}`, route: 'chain_tip' });
+    return response.status === 200 ? canonicalBlockOf(parseJson<unknown>(response.body)) : undefined;
+  }
+
+  /**
+   * Who answers a check: the upstream that gave the believed tip (the watermark is its chain),
+   * else, while it is not usable, the first one that is. Not through the request queue: a check
+   * runs while the answer it checks holds a slot of it.
+   */
+  private checkOrigin(): string | undefined {
+    const usable = this.upstream.status().filter((u) => u.usable).map((u) => u.origin);
+    return this.currentOrigin !== undefined && usable.includes(this.currentOrigin) ? this.currentOrigin : usable[0];
   }
 
   private async canonicalHashAt(height: number, origin: string): Promise<string | undefined> {

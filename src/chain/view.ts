@@ -27,6 +27,12 @@ export interface CanonicalBlock {
   blockHash?: string;
 }
 
+/** A block an answer names: its height and block_hash (what a check asks the upstream about). */
+export interface BlockRef {
+  height: number;
+  blockHash: string;
+}
+
 /** The verified canonical block at a height, if the proxy knows it (chain/canonical-record.ts). */
 export interface CanonicalLookup {
   at(height: number): CanonicalBlock | undefined;

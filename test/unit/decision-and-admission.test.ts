@@ -176,7 +176,7 @@ describe('admit', () => {
     const rec = recorded(txPath);
     const { canonical: _omit, ...unverified } = ASKED.chain;
     const result = admit({ freshness: 'transaction', facts: {}, response: answer(200, rec.body), asked: { ...ASKED, chain: unverified } });
-    expect(result.kind === 'entry' && [result.entry.cls, result.unverifiedHeight]).toEqual(['tip', RECORDED.confirmedTxHeight]);
+    expect(result.kind === 'entry' && [result.entry.cls, result.unverified?.height]).toEqual(['tip', RECORDED.confirmedTxHeight]);
     const lying = answer(200, JSON.stringify({ ...JSON.parse(rec.body), burn_block_height: 1 }));
     const failed = admit({ freshness: 'transaction', facts: {}, response: lying, asked: ASKED });
     expect(failed.kind === 'failure' && failed.error.kind).toBe('invalid');

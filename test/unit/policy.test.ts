@@ -98,7 +98,7 @@ describe('classify: transactions', () => {
 
   // Before: burn depth alone made it final, whatever block it named.
   it('keeps a deep tx at tip, to be checked, while the block at its height is not known', () => {
-    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN)) })).toEqual({ cls: 'tip', unverifiedHeight: 12 });
+    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN)) })).toEqual({ cls: 'tip', unverified: { height: 12, blockHash: '0xblock12' } });
   });
 
   it('keeps a confirmed tx one burn block short of finality at tip', () => {
