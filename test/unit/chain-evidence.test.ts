@@ -1,11 +1,15 @@
 /**
  * Tip belief and the finality watermark as pure logic: which upstream report becomes the tip
- * (tip-evidence.ts) and which by_burn_block_height answers may move the watermark (finality.ts).
+ * (tip-evidence.ts), when a jumped tip's parent chain links it to the believed one
+ * (jump-walk.ts), which by_burn_block_height answers may move the watermark (finality.ts), and
+ * the record of verified canonical blocks (canonical-record.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { canonicalBlockOf, CanonicalRecord } from '../../src/chain/canonical-record.js';
 import { FinalityWatermark, type BurnBlockAnswer } from '../../src/chain/finality.js';
+import { ParentWalks } from '../../src/chain/jump-walk.js';
 import { TipEvidence, type BelievedTip } from '../../src/chain/tip-evidence.js';
-import type { ChainTip } from '../../src/chain/view.js';
+import type { CanonicalBlock, ChainTip } from '../../src/chain/view.js';
 
 const tip = (height: number, burnHeight = height + 100, hash = `0x${height}`): ChainTip => ({ height, burnHeight, indexBlockHash: hash });
 const A = 'http://a';
@@ -136,5 +140,82 @@ describe('FinalityWatermark', () => {
     const verified = await watermark.advance(tip(45, 131), (burnHeight) => Promise.resolve(burnHeight === 125 ? canonicalAt(21, 125) : undefined));
     expect(verified).toEqual({ height: 21, burnHeight: 125, indexBlockHash: '0x21', blockHash: undefined });
     expect(watermark.finalStacksHeight(tip(45, 131))).toBe(21);
+  });
+});
+
+describe('CanonicalRecord', () => {
+  const block = (height: number, extra: Partial<CanonicalBlock> = {}): CanonicalBlock => ({ height, burnHeight: height + 100, indexBlockHash: `0x${height}`, ...extra });
+
+  it('keeps the latest verified block per height, completing a block_hash learned later', () => {
+    const record = new CanonicalRecord();
+    record.remember(block(10));
+    record.remember(block(10, { blockHash: '0xb10' }));
+    expect(record.at(10)).toEqual(block(10, { blockHash: '0xb10' }));
+    record.remember(block(10, { indexBlockHash: '0xother' }));
+    expect(record.at(10)).toEqual(block(10, { indexBlockHash: '0xother' }));
+  });
+
+  it('is bounded, the oldest record first out, and forgets the blocks above a fork', () => {
+    const record = new CanonicalRecord(3);
+    for (const height of [1, 2, 3, 4]) record.remember(block(height));
+    expect([1, 2, 3, 4].map((h) => record.at(h)?.height)).toEqual([undefined, 2, 3, 4]);
+    record.forgetAbove(2);
+    expect([2, 3, 4].map((h) => record.at(h)?.height)).toEqual([2, undefined, undefined]);
+  });
+
+  it('reads a canonical block answer, and nothing else', () => {
+    const answer = { height: 5, burn_block_height: 108, index_block_hash: '0xi5', hash: '0xb5', canonical: true };
+    expect(canonicalBlockOf(answer)).toEqual({ height: 5, burnHeight: 108, indexBlockHash: '0xi5', blockHash: '0xb5' });
+    expect(canonicalBlockOf({ ...answer, canonical: false })).toBeUndefined();
+    expect(canonicalBlockOf({ ...answer, burn_block_height: '108' })).toBeUndefined();
+    expect(canonicalBlockOf(null)).toBeUndefined();
+  });
+});
+
+describe('ParentWalks', () => {
+  const BELIEVED = tip(50, 136, '0xi50');
+  /** A chain from the believed tip up to `top`, one burn block a block, each naming its parent. */
+  const chain = (top: number, broken?: number) => (height: number) => {
+    if (height > top || height < 50) return Promise.resolve(undefined);
+    const parent = height - 1 === 50 ? '0xi50' : `0xi${height - 1}`;
+    return Promise.resolve({
+      height,
+      index_block_hash: `0xi${height}`,
+      parent_index_block_hash: height === broken ? '0xelsewhere' : parent,
+      burn_block_height: height + 86,
+      canonical: true,
+    });
+  };
+  const jumped = (height: number) => tip(height, height + 86, `0xi${height}`);
+
+  it('links a jumped tip to the believed one through its parent chain, a bounded number of blocks a step', async () => {
+    const walks = new ParentWalks(4);
+    const asked: number[] = [];
+    const blockAt = (height: number) => {
+      asked.push(height);
+      return chain(60)(height);
+    };
+    expect(await walks.step('a', jumped(60), BELIEVED, blockAt)).toBe('walking');
+    expect(asked).toEqual([60, 59, 58, 57]);
+    expect(await walks.step('a', jumped(60), BELIEVED, blockAt)).toBe('walking');
+    expect(await walks.step('a', jumped(60), BELIEVED, blockAt)).toBe('linked');
+    expect(asked).toEqual([60, 59, 58, 57, 56, 55, 54, 53, 52, 51]);
+  });
+
+  it.each([
+    ['a tip whose block does not exist', jumped(70), chain(60)],
+    ['a parent chain that leaves the believed one', jumped(60), chain(60, 55)],
+    ['a block anchored above its child', jumped(60), (height: number) => chain(60)(height).then((b) => (b && height === 58 ? { ...b, burn_block_height: 200 } : b))],
+    ['a block that is not canonical', jumped(60), (height: number) => chain(60)(height).then((b) => (b && height === 59 ? { ...b, canonical: false } : b))],
+    ['a tip whose burn height is not the one reported', tip(60, 999, '0xi60'), chain(60)],
+  ])('breaks on %s', async (_name, target, blockAt) => {
+    expect(await new ParentWalks(32).step('a', target, BELIEVED, blockAt)).toBe('broken');
+  });
+
+  it('starts again for another jumped tip, and throws (walk kept) when the upstream fails', async () => {
+    const walks = new ParentWalks(2);
+    expect(await walks.step('a', jumped(60), BELIEVED, chain(60))).toBe('walking');
+    await expect(walks.step('a', jumped(60), BELIEVED, () => Promise.reject(new Error('down')))).rejects.toThrow('down');
+    expect(await walks.step('a', jumped(52), BELIEVED, chain(60))).toBe('linked');
   });
 });
