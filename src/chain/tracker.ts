@@ -78,6 +78,8 @@ export class ChainTipTracker {
   /** Verified canonical blocks: what makes an answer final (cache/chain-position.ts). */
   private readonly record = new CanonicalRecord();
   private readonly walks = new ParentWalks(JUMP_WALK_BLOCKS_PER_POLL);
+  /** Upstreams whose jumped tip is held now (logged once while it lasts). */
+  private readonly holding = new Set<string>();
   /** verifyCanonical's checks in flight, one per block hash. */
   private readonly checks = new Map<string, Promise<void>>();
   private snapshot: ChainView = { reorgs: [] };
@@ -198,10 +200,13 @@ export class ChainTipTracker {
       const linked = believed !== undefined && (await this.walkJump(origin, tip, believed.tip)) === 'linked';
       this.publish(); // the reported heights bound what answers may claim, held ones included
       if (!linked) {
-        this.telemetry.tipJumpHeld(origin, this.current ?? tip, tip);
+        // Logged once while it lasts: an upstream that stays wrong would otherwise log every poll.
+        if (!this.holding.has(origin)) this.telemetry.tipJumpHeld(origin, this.current ?? tip, tip);
+        this.holding.add(origin);
         return;
       }
     } else this.walks.end(origin);
+    this.holding.delete(origin);
     this.health.reportTip(origin, tip.height);
     if (judgement.kind === 'keep') {
       if (judgement.leader) this.currentOrigin = judgement.leader;
