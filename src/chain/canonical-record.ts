@@ -1,9 +1,9 @@
 /**
  * The canonical blocks the proxy has verified, by height: the believed tips, the blocks the
  * finality watermark was verified on, and blocks checked on demand (one request, when an
- * answer would be final and the block it names is not known yet). An answer is final only when the
- * block it names is the one recorded at its height (cache/policy.ts). Bounded: the oldest
- * record goes first. After a reorg the records above the fork point belong to the dead branch.
+ * answer would be final and the block it names is not known yet). An answer is final only
+ * when the block it names is the one recorded at its height (cache/chain-position.ts). Bounded:
+ * the oldest record goes first. After a reorg the records above the fork point belong to the dead branch.
  */
 import type { CanonicalBlock, CanonicalLookup } from './view.js';
 

@@ -16,7 +16,7 @@ import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
 import { canonicalBlockOf, CanonicalRecord } from './canonical-record.js';
 import { FinalityWatermark, type BurnBlockAnswer } from './finality.js';
 import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
-import { ParentWalks } from './jump-walk.js';
+import { ParentWalks, type WalkResult } from './jump-walk.js';
 import { ReorgLog } from './reorg-log.js';
 import { TipEvidence } from './tip-evidence.js';
 import type { BlockRef, CanonicalBlock, ChainTip, ChainView } from './view.js';
@@ -220,14 +220,9 @@ export class ChainTipTracker {
   }
 
   /** The jumped tip's parent chain, walked on by one poll's worth of blocks. Failures: still walking. */
-  private walkJump(origin: string, tip: ChainTip, believed: ChainTip): Promise<string> {
-    const blockAt = async (height: number): Promise<unknown> => {
-      const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
-      if (response.status === 404) return undefined;
-      if (response.status !== 200) throw new Error(`block ${height} of ${origin} answered ${response.status}`);
-      return parseJson<unknown>(response.body);
-    };
-    return this.walks.step(origin, tip, believed, blockAt).catch((error: unknown) => {
+  private walkJump(origin: string, tip: ChainTip, believed: ChainTip): Promise<WalkResult> {
+    const blockAt = (height: number) => this.blockOf(origin, String(height));
+    return this.walks.step(origin, tip, believed, blockAt).catch((error: unknown): WalkResult => {
       this.telemetry.tipPollFailed(error);
       return 'walking';
     });
@@ -292,9 +287,16 @@ export class ChainTipTracker {
     this.publish();
   }
 
-  private async canonicalBlockAt(origin: string, heightOrHash: string): Promise<CanonicalBlock | undefined> {
+  /** One upstream's /extended/v2/blocks/{height or hash}: its JSON, undefined when not found; other statuses throw. */
+  private async blockOf(origin: string, heightOrHash: string): Promise<unknown> {
     const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${heightOrHash}`, route: 'chain_tip' });
-    return response.status === 200 ? canonicalBlockOf(parseJson<unknown>(response.body)) : undefined;
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) throw new Error(`block ${heightOrHash} of ${origin} answered ${response.status}`);
+    return parseJson<unknown>(response.body);
+  }
+
+  private async canonicalBlockAt(origin: string, heightOrHash: string): Promise<CanonicalBlock | undefined> {
+    return canonicalBlockOf(await this.blockOf(origin, heightOrHash));
   }
 
   /**
@@ -332,7 +334,8 @@ export class ChainTipTracker {
       finalBurnHeight: watermark?.burnHeight,
       finalStacksHeight: watermark?.height,
       heightCeiling: reported && Math.max(reported.height, tip?.height ?? 0) + margin,
-      burnCeiling: reported && Math.max(reported.burnHeight, tip?.burnHeight ?? 0) + margin,
+      // A tip poll without a burn height (read as 0) bounds nothing.
+      burnCeiling: reported && reported.burnHeight > 0 ? Math.max(reported.burnHeight, tip?.burnHeight ?? 0) + margin : undefined,
       canonical: this.record,
       reorgs: this.reorgs.list(),
     };
