@@ -281,7 +281,8 @@ export class ChainTipTracker {
     }
     this.current = next;
     this.history.remember(next.height, next.indexBlockHash);
-    this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
+    // A tip poll without a burn height (read as 0) says nothing of where its block is anchored.
+    if (next.burnHeight > 0) this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
     this.telemetry.tipChanged(next);
     // Published at once: entries validated from here on carry the new tip.
     this.publish();
