@@ -191,6 +191,21 @@ describe('a bogus tip', () => {
     expect(classOf(after)).toEqual(['tip', REVALIDATE]);
     expect(after.headers.get('x-cache')).not.toBe('HIT');
   });
+
+  it('what it made final, standing in for failing upstreams once it came back down, is served as tip', async () => {
+    const [first, second] = [await fakeUpstream(), await fakeUpstream()];
+    const proxy = await proxyFor([first, second]);
+    for (const upstream of [first, second]) upstream.jumpTip(15);
+    await proxy.tracker.pollOnce();
+    expect(classOf(await fetchRaw(proxy.url + RECENT_BLOCK))).toEqual(['final', IMMUTABLE]);
+    for (const upstream of [first, second]) upstream.jumpTip(0);
+    await proxy.tracker.pollOnce();
+
+    for (const upstream of [first, second]) upstream.setFailing({ status: 503, body: '{"error":"down"}' }, exactly(RECENT_BLOCK));
+    const stale = await fetchRaw(proxy.url + RECENT_BLOCK);
+    expect([stale.status, stale.headers.get('x-cache')]).toEqual([200, 'STALE']);
+    expect(classOf(stale)).toEqual(['tip', REVALIDATE]);
+  });
 });
 
 describe('a real catch-up of the only upstream', () => {
