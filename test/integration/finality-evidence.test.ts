@@ -146,6 +146,31 @@ describe('an answer whose position contradicts the verified chain', () => {
   });
 });
 
+describe('a 304 for stored bytes the verified chain now contradicts', () => {
+  it('confirms nothing: the transaction is fetched again in full, and only the right bytes become final', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    const id = upstream.addPendingTx();
+    upstream.confirmTx(id);
+    await proxy.tracker.pollOnce();
+    const path = `/extended/v1/tx/${id}`;
+    // Above the watermark, another block than the one the proxy knows at that height may be a
+    // reorg not seen yet: the answer is stored as tip, with the transaction's real ETag.
+    const real = await fetchRaw(upstream.url + path);
+    const lie = await lyingBody(upstream, path, (tx) => (tx.block_hash = `0x${'cd'.repeat(32)}`));
+    upstream.failNext(1, { status: 200, body: lie, headers: { etag: real.headers.get('etag') ?? '' } }, exactly(path));
+    expect(classOf(await fetchRaw(proxy.url + path))).toEqual(['tip', REVALIDATE]);
+
+    upstream.advanceTip(7); // the transaction's block is final now, and known
+    await proxy.tracker.pollOnce();
+    upstream.resetCounts();
+    const again = await fetchRaw(proxy.url + path);
+    expect([again.headers.get('x-cache'), ...classOf(again)]).toEqual(['MISS', 'final', IMMUTABLE]);
+    expect(again.body.equals(real.body)).toBe(true);
+    expect(upstream.requests.filter((r) => r.path === path).map((r) => r.headers['if-none-match'] !== undefined)).toEqual([true, false]);
+  });
+});
+
 describe('a bogus tip', () => {
   /** A transaction mined in a new block on top of the recorded tip, and that block seen by the proxy. */
   async function recentTx(upstream: FakeUpstream, proxy: { tracker: { pollOnce(): Promise<void> } }): Promise<string> {
