@@ -54,7 +54,7 @@ interface StatusBody {
 const JUMP_WALK_BLOCKS_PER_POLL = 32;
 /** Checks of canonical blocks (verifyCanonical) in flight at once; beyond it answers stay `tip`. */
 const CHECKS_IN_FLIGHT = 64;
-/** A block hash as the upstream's block route takes it: nothing else goes into a check's path. */
+/** A block hash as the upstream's block route takes it: nothing else (and no height but a whole number) goes into a check's path. */
 const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 function parseJson<T>(body: Buffer): T | undefined {
@@ -254,7 +254,8 @@ export class ChainTipTracker {
   private async checkCanonical({ height, blockHash }: BlockRef): Promise<void> {
     const origin = this.checkOrigin();
     const { finalStacksHeight } = this.snapshot;
-    if (!origin || finalStacksHeight === undefined || height > finalStacksHeight || !BLOCK_HASH.test(blockHash)) return;
+    const checkable = Number.isSafeInteger(height) && height >= 0 && BLOCK_HASH.test(blockHash);
+    if (!origin || !checkable || finalStacksHeight === undefined || height > finalStacksHeight) return;
     let block = await this.canonicalBlockAt(origin, blockHash.toLowerCase());
     // Not that block there (none by that hash, or elsewhere): the canonical one at that height,
     // which the answer's block then contradicts.
