@@ -209,6 +209,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     sharedFlight,
     clock: now,
     telemetry,
+    verifyCanonical: (block) => tracker.verifyCanonical(block),
   });
   const txList = new TxListReader({
     store,
@@ -221,6 +222,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     transactionHeaders: ROUTE_BY_ID.get('tx_by_id')?.deprecated ? { warning: UPSTREAM_DEPRECATION_WARNING } : {},
     readWhole: (route, request, context) => readThrough.read(route, request, undefined, context),
     telemetry,
+    verifyCanonical: (block) => tracker.verifyCanonical(block),
   });
 
   let shuttingDown = false;

@@ -6,14 +6,14 @@
  * check (identity.ts) and the freshness class.
  */
 import { createHash } from 'node:crypto';
-import type { ChainView } from '../chain/view.js';
+import type { BlockRef, ChainView } from '../chain/view.js';
 import type { RequestFacts, FreshnessRules } from '../routes/route-spec.js';
 import type { UpstreamResponse } from '../upstream/client.js';
 import { UpstreamError } from '../upstream/errors.js';
 import type { CacheEntry } from './entry.js';
 import { identityMismatch } from './identity.js';
 import { scanObjectMembers } from './json-object-scan.js';
-import { classifyListMember, classifyParsed, parseJson, type Classification } from './policy.js';
+import { classifyListMember, classifyParsed, isContradiction, parseJson, type Classification } from './policy.js';
 import { FOUND_MEMBER_PREFIX, FOUND_MEMBER_SUFFIX } from './tx-member.js';
 
 /** The chain and the time at which a request left for the upstream. */
@@ -30,7 +30,14 @@ export interface PassedOn {
   headers: Record<string, string>;
 }
 
-export type Admission = { kind: 'entry'; entry: CacheEntry } | { kind: 'pass-on'; passed: PassedOn } | { kind: 'failure'; error: UpstreamError };
+/**
+ * `unverified`: the entry would be final were the block it names checked as the canonical one
+ * at its height: worth one check (the tracker's) and a second admission.
+ */
+export type Admission =
+  | { kind: 'entry'; entry: CacheEntry; unverified?: BlockRef }
+  | { kind: 'pass-on'; passed: PassedOn }
+  | { kind: 'failure'; error: UpstreamError };
 
 export interface AdmitInput {
   freshness: FreshnessRules;
@@ -97,6 +104,11 @@ function wrongResource(response: UpstreamResponse, why: string): UpstreamError {
   return new UpstreamError('invalid', response.upstream, `an answer about another resource from ${response.upstream}: ${why}`);
 }
 
+/** An answer that contradicts the chain the proxy verified: that upstream failed this request. */
+function contradicting(upstream: string, why: string): UpstreamError {
+  return new UpstreamError('invalid', upstream, `an answer that contradicts the verified chain from ${upstream}: ${why}`);
+}
+
 /** Where a found transaction sits in a tx/multiple answer (mined ones by height, then mempool). */
 function minedHeightOf(classification: Classification, tx: unknown): number | undefined {
   if (classification.cls === 'mempool') return undefined;
@@ -115,6 +127,7 @@ export function admit(input: AdmitInput): Admission {
   if (mismatch) return { kind: 'failure', error: wrongResource(response, mismatch) };
   const classification = classifyParsed({ ...input, status: response.status, chain: input.asked.chain, json: parsed.json });
   if (!classification) return passOn(response);
+  if (isContradiction(classification)) return { kind: 'failure', error: contradicting(response.upstream, classification.contradiction) };
   const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
   const entry: CacheEntry = {
     status: response.status,
@@ -128,21 +141,33 @@ export function admit(input: AdmitInput): Admission {
   if (input.freshness === 'transaction' && response.status === 200) {
     entry.listItem = { found: true, minedHeight: minedHeightOf(classification, parsed.json), unwrapped: true };
   }
-  return { kind: 'entry', entry };
+  return withCheck(entry, classification);
 }
+
+/** What a 304 comes to: the stored entry confirmed, or a failure. */
+export type Confirmation = Exclude<Admission, { kind: 'pass-on' }>;
+
+const withCheck = (entry: CacheEntry, classification: Classification): Admission & { kind: 'entry' } =>
+  classification.unverified === undefined ? { kind: 'entry', entry } : { kind: 'entry', entry, unverified: classification.unverified };
 
 /**
  * A 304 confirms the stored bytes (its ETag stays: the upstream's 304 carries none). The class
- * is decided again, so a confirmed transaction that is now deep enough becomes final.
+ * is decided again, so a confirmed transaction that is now deep enough becomes final. Bytes that
+ * contradict the chain verified now are not confirmed by it: a failure (fetched again in full).
  */
-export function confirm(entry: CacheEntry, input: Omit<AdmitInput, 'response'>): CacheEntry {
+export function confirm(entry: CacheEntry, input: Omit<AdmitInput, 'response'>, upstream = 'cache'): Confirmation {
   const json = entry.status === 200 ? parseJson(entry.body) : undefined;
   const classification = classifyParsed({ ...input, status: entry.status, chain: input.asked.chain, json }) ?? { cls: entry.cls, height: entry.height };
-  return { ...entry, ...stamp(classification, input.asked) };
+  if (isContradiction(classification)) return { kind: 'failure', error: contradicting(upstream, classification.contradiction) };
+  return withCheck({ ...entry, ...stamp(classification, input.asked) }, classification);
 }
 
 /** A tx/multiple answer split into one entry per transaction. */
-export type ListAdmission = { kind: 'members'; members: Map<string, CacheEntry> } | { kind: 'pass-on'; passed: PassedOn } | { kind: 'failure'; error: UpstreamError };
+export type ListAdmission =
+  /** `unverified`: the blocks whose check may make members final, by block hash. */
+  | { kind: 'members'; members: Map<string, CacheEntry>; unverified: Map<string, BlockRef> }
+  | { kind: 'pass-on'; passed: PassedOn }
+  | { kind: 'failure'; error: UpstreamError };
 
 export interface ListAdmitInput {
   response: UpstreamResponse;
@@ -176,10 +201,13 @@ export function admitList(input: ListAdmitInput): ListAdmission {
   const notAnObject = () => ({ kind: 'failure' as const, error: new UpstreamError('invalid', response.upstream, 'tx/multiple answer is not an object') });
   if (!raw || list === null || typeof list !== 'object' || Array.isArray(list)) return notAnObject();
   const members = new Map<string, CacheEntry>();
+  const unverified = new Map<string, BlockRef>();
   for (const { key, raw: memberText } of raw) {
     const member = list[key] as { found?: unknown; result?: unknown } | undefined;
     const classification = classifyListMember(member, asked.chain);
     if (!member || !classification) return notAnObject();
+    if (isContradiction(classification)) return { kind: 'failure', error: contradicting(response.upstream, `member ${key}: ${classification.contradiction}`) };
+    if (classification.unverified) unverified.set(classification.unverified.blockHash, classification.unverified);
     const found = member.found === true;
     const minedHeight = found ? minedHeightOf(classification, member.result) : undefined;
     const unwrapped = found && memberText.startsWith(FOUND_MEMBER_PREFIX) && memberText.endsWith(FOUND_MEMBER_SUFFIX);
@@ -193,5 +221,5 @@ export function admitList(input: ListAdmitInput): ListAdmission {
       listItem: { found, minedHeight, ...(unwrapped ? { unwrapped: true } : {}) },
     });
   }
-  return { kind: 'members', members };
+  return { kind: 'members', members, unverified };
 }

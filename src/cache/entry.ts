@@ -31,7 +31,9 @@ export interface CacheEntry {
 }
 
 const MAGIC = 0x53; // 'S'
-const FORMAT_VERSION = 2;
+// 3: a final entry is admitted only when the block it names is the verified canonical one;
+// entries a version 2 proxy stored as final were not, and are not read (a miss, counted).
+const FORMAT_VERSION = 3;
 const HEADER_BYTES = 10; // magic, version, uint32 meta length, uint32 body length
 
 type EntryMeta = Omit<CacheEntry, 'body'>;

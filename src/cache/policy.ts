@@ -4,8 +4,9 @@
  * manner of http-cache-semantics' evaluateRequest. No I/O; time and chain state come in as
  * arguments.
  */
-import type { ChainView, ReorgRecord } from '../chain/view.js';
+import type { BlockRef, ChainView, ReorgRecord } from '../chain/view.js';
 import type { FreshnessRules, RequestFacts } from '../routes/route-spec.js';
+import { judgePosition } from './chain-position.js';
 import type { CacheEntry, FreshnessClass } from './entry.js';
 
 export type { ChainView, ReorgRecord } from '../chain/view.js';
@@ -22,7 +23,21 @@ export interface TtlSettings {
 export interface Classification {
   cls: FreshnessClass;
   height?: number;
+  /**
+   * Not final only because the block it names is not known yet as the canonical one at its
+   * height: one request to check it (the tracker's) and a second classification may make it final.
+   */
+  unverified?: BlockRef;
 }
+
+/** An answer whose position contradicts the verified chain: an invalid upstream answer. */
+export interface Contradiction {
+  contradiction: string;
+}
+
+export type Judgement = Classification | Contradiction;
+
+export const isContradiction = (judgement: Judgement): judgement is Contradiction => 'contradiction' in judgement;
 
 /** What classifying an answer needs besides its body. */
 export interface AnswerFacts {
@@ -51,6 +66,10 @@ interface MinedFields {
   block_height?: number;
   burn_block_height?: number;
   height?: number;
+  /** A transaction's block (block_hash), or a block's own hash. */
+  block_hash?: string;
+  hash?: string;
+  index_block_hash?: string;
 }
 
 const asObject = (value: unknown): Record<string, unknown> | undefined =>
@@ -68,16 +87,37 @@ export function parseJson(body: Buffer): unknown {
 const isPending = (tx: MinedFields): boolean =>
   tx.tx_status === 'pending' || (typeof tx.tx_status === 'string' && tx.tx_status.startsWith('dropped')) || tx.block_height === undefined;
 
-/** Anchored, canonical and buried under enough burn blocks: its answer can no longer change. */
-function isFinalBlockData(data: MinedFields, chain: ChainView): boolean {
-  if (data.canonical !== true || data.microblock_canonical === false || data.is_unanchored === true) return false;
-  return chain.finalBurnHeight !== undefined && typeof data.burn_block_height === 'number' && data.burn_block_height <= chain.finalBurnHeight;
+/**
+ * Anchored and canonical: final only where its block agrees with the verified chain (at or
+ * below the watermark, the canonical block at its height); a contradiction when it cannot be
+ * where it says (chain-position.ts).
+ */
+function judgeBlockData(data: MinedFields, chain: ChainView, blockHeight: unknown, blockHash: unknown, indexBlockHash: unknown): Judgement {
+  if (data.canonical !== true || data.microblock_canonical === false || data.is_unanchored === true) return { cls: 'tip' };
+  if (typeof blockHeight !== 'number' || typeof data.burn_block_height !== 'number') return { cls: 'tip' };
+  const verdict = judgePosition(
+    {
+      height: blockHeight,
+      burnHeight: data.burn_block_height,
+      blockHash: typeof blockHash === 'string' ? blockHash : undefined,
+      indexBlockHash: typeof indexBlockHash === 'string' ? indexBlockHash : undefined,
+    },
+    chain,
+  );
+  if (verdict.kind === 'contradiction') return { contradiction: verdict.why };
+  if (verdict.kind === 'final') return { cls: 'final', height: blockHeight };
+  return verdict.unverified === undefined ? { cls: 'tip' } : { cls: 'tip', unverified: verdict.unverified };
 }
 
-/** A confirmed transaction: final when deep enough, else tip; pending ones move with the mempool. */
-export function classifyTransaction(tx: MinedFields, chain: ChainView): Classification {
+/** A confirmed transaction: final when deep enough and where the chain says, else tip; pending ones move with the mempool. */
+export function classifyTransaction(tx: MinedFields, chain: ChainView): Judgement {
   if (isPending(tx)) return { cls: 'mempool' };
-  return isFinalBlockData(tx, chain) ? { cls: 'final', height: tx.block_height } : { cls: 'tip' };
+  return judgeBlockData(tx, chain, tx.block_height, tx.block_hash, undefined);
+}
+
+/** A block (v2, or the legacy shape by_burn_block_height answers). */
+function classifyBlock(block: MinedFields, chain: ChainView): Judgement {
+  return judgeBlockData(block, chain, block.height, block.hash, block.index_block_hash);
 }
 
 function isFinalHeight(height: number | undefined, chain: ChainView): boolean {
@@ -107,13 +147,14 @@ const CLASS_RANK: Record<FreshnessClass, number> = { mempool: 0, tip: 1, final: 
 
 /** The weaker of two classes; for two final ones the higher height, so a reorg above either purges. */
 export function weakest(a: Classification, b: Classification): Classification {
-  if (CLASS_RANK[a.cls] !== CLASS_RANK[b.cls]) return CLASS_RANK[a.cls] < CLASS_RANK[b.cls] ? a : b;
+  // The weaker one is not final: it needs no height (nor a check that cannot make the whole final).
+  if (CLASS_RANK[a.cls] !== CLASS_RANK[b.cls]) return { cls: CLASS_RANK[a.cls] < CLASS_RANK[b.cls] ? a.cls : b.cls };
   if (a.cls !== 'final') return { cls: a.cls };
   return { cls: 'final', height: a.height === undefined || b.height === undefined ? undefined : Math.max(a.height, b.height) };
 }
 
 /** One tx/multiple member: a found transaction is classified as one; a missing one may arrive any second. */
-export function classifyListMember(member: unknown, chain: ChainView): Classification | undefined {
+export function classifyListMember(member: unknown, chain: ChainView): Judgement | undefined {
   const value = asObject(member);
   if (!value) return undefined;
   if (value.found !== true) return { cls: 'mempool' };
@@ -121,20 +162,20 @@ export function classifyListMember(member: unknown, chain: ChainView): Classific
   return tx ? classifyTransaction(tx, chain) : undefined;
 }
 
-/** A tx/multiple answer as a whole is as fresh as its least fresh member. */
-function classifyList(list: Record<string, unknown>, chain: ChainView): Classification | undefined {
+/** A tx/multiple answer as a whole is as fresh as its least fresh member (and contradicts the chain when one does). */
+function classifyList(list: Record<string, unknown>, chain: ChainView): Judgement | undefined {
   let result: Classification = { cls: 'final' };
   let members = 0;
   for (const member of Object.values(list)) {
     const classification = classifyListMember(member, chain);
-    if (!classification) return undefined;
+    if (!classification || isContradiction(classification)) return classification;
     result = members === 0 ? classification : weakest(result, classification);
     members++;
   }
   return members === 0 ? undefined : result;
 }
 
-function classifyOk(input: ParsedAnswer): Classification | undefined {
+function classifyOk(input: ParsedAnswer): Judgement | undefined {
   const { freshness, facts, chain } = input;
   const body = asObject(input.json);
   switch (freshness) {
@@ -158,10 +199,10 @@ function classifyOk(input: ParsedAnswer): Classification | undefined {
     }
     case 'block':
     case 'burn_block': {
-      if (facts.latest) return { cls: 'tip' };
-      const block = body as MinedFields | undefined;
-      if (!block) return undefined;
-      return isFinalBlockData(block, chain) ? { cls: 'final', height: block.height } : { cls: 'tip' };
+      if (!body) return undefined;
+      const judged = classifyBlock(body as MinedFields, chain);
+      // The latest block moves with the tip, but must still sit where the chain allows.
+      return facts.latest && !isContradiction(judged) ? { cls: 'tip' } : judged;
     }
   }
 }
@@ -182,15 +223,15 @@ function classifyNotFound(freshness: FreshnessRules): Classification | undefined
   }
 }
 
-/** The class to store a parsed answer under, or undefined for "never store" (5xx, upstream 4xx, garbage). */
-export function classifyParsed(input: ParsedAnswer): Classification | undefined {
+/** The class to store a parsed answer under, a contradiction of the chain, or undefined for "never store" (5xx, upstream 4xx, garbage). */
+export function classifyParsed(input: ParsedAnswer): Judgement | undefined {
   if (input.status === 200) return classifyOk(input);
   if (input.status === 404) return classifyNotFound(input.freshness);
   return undefined;
 }
 
 /** classifyParsed for a body not parsed yet (stored bytes a 304 confirmed). */
-export function classify(input: ClassifyInput): Classification | undefined {
+export function classify(input: ClassifyInput): Judgement | undefined {
   const { body, ...facts } = input;
   return classifyParsed({ ...facts, json: input.status === 200 ? parseJson(body) : undefined });
 }
@@ -212,13 +253,24 @@ function purgedByReorg(entry: CacheEntry, reorgs: readonly ReorgRecord[]): boole
 }
 
 /**
- * What a stored entry is worth now. `tip` and `mempool` entries are fresh only under the
- * tip they were validated at (so a new block makes a pending tx confirmable at once) and
- * within their TTL; after that they are revalidated with If-None-Match when they have an ETag.
+ * Whether a `final` entry is final under the watermark believed now. The watermark comes down
+ * with the believed tip (a wrong tip corrected): what was final above it is not any more, and
+ * must not be served as immutable. One number compare on the hit path.
+ */
+export function isFinalNow(entry: CacheEntry, chain: ChainView): boolean {
+  return entry.height !== undefined && chain.finalStacksHeight !== undefined && entry.height <= chain.finalStacksHeight;
+}
+
+/**
+ * What a stored entry is worth now. `final` entries are fresh while the watermark still covers
+ * them, else they are asked for again like an expired `tip` entry. `tip` and `mempool` entries
+ * are fresh only under the tip they were validated at (so a new block makes a pending tx
+ * confirmable at once) and within their TTL; after that they are revalidated with If-None-Match
+ * when they have an ETag.
  */
 export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: TtlSettings): Verdict {
   if (purgedByReorg(entry, chain.reorgs)) return 'purged';
-  if (entry.cls === 'final') return 'fresh';
+  if (entry.cls === 'final') return isFinalNow(entry, chain) ? 'fresh' : entry.upstreamEtag ? 'revalidate' : 'refetch';
   const maxAge = entry.cls === 'tip' ? ttl.tipSafetyMs : ttl.mempoolMs;
   const sameTip = chain.tipHash === undefined || entry.tipHash === chain.tipHash;
   const age = now - entry.validatedAt;
@@ -278,7 +330,10 @@ export interface StaleSettings {
   staleIfErrorMaxBlocks: number;
 }
 
-/** Whether an expired entry may stand in for an upstream that failed (stale-if-error). */
+/**
+ * Whether an expired entry may stand in for an upstream that failed (stale-if-error). A `final`
+ * entry the watermark no longer covers may, but only as what it is now (see `asServedNow`).
+ */
 export function isUsableWhenFailing(entry: CacheEntry, now: number, chain: ChainView, ttl: TtlSettings, stale: StaleSettings): boolean {
   if (purgedByReorg(entry, chain.reorgs)) return false;
   if (entry.cls === 'final') return true;
@@ -286,6 +341,11 @@ export function isUsableWhenFailing(entry: CacheEntry, now: number, chain: Chain
   if (now - entry.validatedAt > maxAge + stale.staleIfErrorMs) return false;
   if (entry.cls !== 'tip' || entry.tipHeight === undefined || chain.tipHeight === undefined) return true;
   return chain.tipHeight - entry.tipHeight <= stale.staleIfErrorMaxBlocks;
+}
+
+/** The entry as it may be served now: a `final` one the watermark no longer covers is `tip` data (no immutable). */
+export function asServedNow(entry: CacheEntry, chain: ChainView): CacheEntry {
+  return entry.cls === 'final' && !isFinalNow(entry, chain) ? { ...entry, cls: 'tip' } : entry;
 }
 
 /** How long the store keeps an entry (null: until evicted). */

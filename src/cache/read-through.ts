@@ -7,7 +7,7 @@
  * stale-if-error rules still allow it. The answer becomes an entry in admit.ts.
  */
 import type { Clock } from '../clock.js';
-import type { ChainView } from '../chain/view.js';
+import type { BlockRef, ChainView } from '../chain/view.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import type { CanonicalRequest } from '../routes/validate.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
@@ -16,7 +16,7 @@ import { admit, confirm, passOn, type Admission, type PassedOn, type Snapshot } 
 import type { CacheEntry } from './entry.js';
 import { etagScope } from './etag-scope.js';
 import { entryKey, transactionKey } from './key.js';
-import { evaluate, fallbackOf, isUsableWhenFailing, type Decision, type Refresh, type StaleSettings, type TtlSettings } from './policy.js';
+import { asServedNow, evaluate, fallbackOf, isUsableWhenFailing, type Decision, type Refresh, type StaleSettings, type TtlSettings } from './policy.js';
 import type { SharedFlight } from './shared-flight.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
@@ -57,6 +57,22 @@ export interface ReadThroughDeps {
   /** Cross-instance single-flight (Redis); absent: per process only. */
   sharedFlight?: SharedFlight;
   telemetry: Telemetry;
+  /**
+   * Checks that a block is the canonical one at its height (the tracker's bounded, single-flight
+   * check); absent: answers whose block is not known yet stay `tip`.
+   */
+  verifyCanonical?: (block: BlockRef) => Promise<void>;
+}
+
+/**
+ * An admission made once more after the canonical block it waited for was checked: the answer
+ * is final only when its block is that one, and contradicts the chain when it is not.
+ */
+export async function admitChecked<A extends Admission>(admitOnce: () => A, verifyCanonical: ((block: BlockRef) => Promise<void>) | undefined): Promise<A> {
+  const first = admitOnce();
+  if (first.kind !== 'entry' || first.unverified === undefined || !verifyCanonical) return first;
+  await verifyCanonical(first.unverified);
+  return admitOnce();
 }
 
 /** Nothing of the client's request goes upstream but its id; a revalidation adds its ETag. */
@@ -137,10 +153,10 @@ export class ReadThrough {
     const asked = scope === undefined ? undefined : this.validations.confirmedAt(scope, refresh.etag);
     if (!asked || asked.at < refresh.entry.validatedAt) return undefined;
     const confirmed = confirm(refresh.entry, { freshness: route.freshness, facts: request.facts, asked });
-    if (!this.isFresh(confirmed)) return undefined;
-    void this.deps.store.set(key, confirmed);
+    if (confirmed.kind !== 'entry' || !this.isFresh(confirmed.entry)) return undefined;
+    void this.deps.store.set(key, confirmed.entry);
     this.deps.telemetry.etagScopeConfirmed(route.id);
-    return { cacheStatus: 'HIT', entry: confirmed };
+    return { cacheStatus: 'HIT', entry: confirmed.entry };
   }
 
   /** Whether an entry may be served as it is, now, under the current tip. */
@@ -219,10 +235,10 @@ export class ReadThrough {
         path: request.upstreamPath,
         route: route.id,
         headers: upstreamHeaders(refresh, context),
-        // Each attempt's answer is admitted (and its body parsed) once, here: a malformed body
-        // fails the attempt, which is then retried on another upstream.
-        validate: (answer) => {
-          const admission = admit({ ...answerFacts, response: answer });
+        // Each attempt's answer is admitted (and its body parsed) here: a malformed body, or one
+        // that contradicts the verified chain, fails the attempt, which is retried on another upstream.
+        validate: async (answer) => {
+          const admission = await admitChecked(() => admit({ ...answerFacts, response: answer }), this.deps.verifyCanonical);
           if (admission.kind === 'failure') throw admission.error;
           admitted = { answer, admission };
         },
@@ -242,10 +258,12 @@ export class ReadThrough {
       const notModified = response.status === 304;
       this.deps.telemetry.revalidated(notModified ? 'not_modified' : 'modified');
       if (notModified) {
+        const confirmed = await admitChecked(() => confirm(refresh.entry, answerFacts, response.upstream), this.deps.verifyCanonical);
+        // Stored bytes the verified chain now contradicts are not confirmed by a 304: fetched in full.
+        if (confirmed.kind === 'failure') return this.fetch(key, route, request, { action: 'refetch' }, mustLand, context);
         this.learn(route, request, refresh.etag, asked);
-        const confirmed = confirm(refresh.entry, answerFacts);
-        await this.write(key, confirmed, mustLand);
-        return { cacheStatus: 'REVALIDATED', entry: confirmed, upstreamSeconds };
+        await this.write(key, confirmed.entry, mustLand);
+        return { cacheStatus: 'REVALIDATED', entry: confirmed.entry, upstreamSeconds };
       }
     }
     const admission = admitted?.answer === response ? admitted.admission : admit({ ...answerFacts, response });
@@ -272,8 +290,9 @@ export class ReadThrough {
 
   private staleFallback(route: RouteSpec, fallback: CacheEntry | undefined, error: unknown): ReadResult | undefined {
     if (!fallback || !(error instanceof UpstreamError)) return undefined;
-    if (!isUsableWhenFailing(fallback, this.deps.clock(), this.deps.chain(), this.deps.ttl, this.deps.stale)) return undefined;
+    const chain = this.deps.chain();
+    if (!isUsableWhenFailing(fallback, this.deps.clock(), chain, this.deps.ttl, this.deps.stale)) return undefined;
     this.deps.telemetry.staleServed(route.id, error.kind);
-    return { cacheStatus: 'STALE', entry: fallback };
+    return { cacheStatus: 'STALE', entry: asServedNow(fallback, chain) };
   }
 }

@@ -9,7 +9,7 @@
  * found entries and the id as requested for missing ones.
  */
 import type { Clock } from '../clock.js';
-import type { ChainView } from '../chain/view.js';
+import type { BlockRef, ChainView } from '../chain/view.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { serializeQuery, type CanonicalRequest } from '../routes/validate.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
@@ -73,6 +73,8 @@ export interface TxListDeps {
   /** Reads a list the upstream must answer whole, as one entry for the request (the single reader). */
   readWhole(route: RouteSpec, request: CanonicalRequest, context: ReadContext): Promise<ReadResult>;
   telemetry: Telemetry;
+  /** Checks that a block is the canonical one at its height (see ReadThroughDeps.verifyCanonical). */
+  verifyCanonical?: (block: BlockRef) => Promise<void>;
 }
 
 export class TxListReader {
@@ -154,8 +156,15 @@ export class TxListReader {
       // The client request's id, so the upstream's logs correlate with ours.
       headers: context.requestId === undefined ? undefined : { 'x-request-id': context.requestId },
       // Each attempt's answer is split (and its body parsed) once, here: a malformed one is retried elsewhere.
-      validate: (answer) => {
-        const admission = admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
+      validate: async (answer) => {
+        const admitOnce = () => admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
+        let admission = admitOnce();
+        // Members that only wait for their block to be checked: one check per block, then admitted again.
+        const verify = this.deps.verifyCanonical;
+        if (admission.kind === 'members' && admission.unverified.size > 0 && verify) {
+          await Promise.all([...admission.unverified.values()].map((block) => verify(block)));
+          admission = admitOnce();
+        }
         if (admission.kind === 'failure') throw admission.error;
         admitted.set(answer, admission);
       },

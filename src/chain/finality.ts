@@ -4,16 +4,21 @@
  * would make recent data final for good): it moves only to a burn block verified by the
  * upstream that gave the believed tip, whose by_burn_block_height answer is a canonical block
  * anchored at exactly that burn height and no higher than the believed Stacks tip. Anchored
- * data at or below that burn height, and Stacks heights at or below that block, are final.
- * The upstream is asked through `blockAtBurn`, so this module holds no I/O.
+ * data at or below that burn height, in blocks at or below that block, is final. It follows
+ * the tip believed now: when that tip comes down (a wrong tip corrected), a watermark above
+ * the new tip's burn height minus confirmations is dropped and verified again lower, so it
+ * never stands above what the believed tip allows. The upstream is asked through
+ * `blockAtBurn`, so this module holds no I/O.
  */
-import type { ChainTip } from './view.js';
+import type { CanonicalBlock, ChainTip } from './view.js';
 
 /** What by_burn_block_height answered (undefined: 404, no Stacks block in that burn block). */
 export interface BurnBlockAnswer {
   height?: unknown;
   burn_block_height?: unknown;
   canonical?: unknown;
+  index_block_hash?: unknown;
+  hash?: unknown;
 }
 
 export type BlockAtBurn = (burnHeight: number) => Promise<BurnBlockAnswer | undefined>;
@@ -21,51 +26,64 @@ export type BlockAtBurn = (burnHeight: number) => Promise<BurnBlockAnswer | unde
 /** Burn blocks without Stacks blocks (a missed tenure) are searched past, this many at most. */
 const EMPTY_BURN_BLOCKS_SEARCHED = 16;
 
-interface Watermark {
-  burnHeight: number;
-  stacksHeight: number;
-}
-
 export class FinalityWatermark {
-  private verified: Watermark | undefined;
+  private verified: CanonicalBlock | undefined;
   private targetChecked: number | undefined;
 
   constructor(private readonly burnConfirmations: number) {}
 
-  /** Burn height at or below which anchored data is final (never above `tip`'s burn height minus confirmations). */
-  finalBurnHeight(tip: ChainTip | undefined): number | undefined {
-    if (!this.verified || !tip) return undefined;
-    return Math.min(this.verified.burnHeight, tip.burnHeight - this.burnConfirmations);
+  /** The watermark block, when the believed `tip` allows it (at least burnConfirmations below it). */
+  block(tip: ChainTip | undefined): CanonicalBlock | undefined {
+    const verified = this.verified;
+    if (!verified || !tip) return undefined;
+    return verified.burnHeight <= tip.burnHeight - this.burnConfirmations && verified.height <= tip.height ? verified : undefined;
   }
 
-  /** Highest final Stacks height (never above `tip`). */
+  /** Burn height at or below which anchored data is final (never above `tip`'s burn height minus confirmations). */
+  finalBurnHeight(tip: ChainTip | undefined): number | undefined {
+    return this.block(tip)?.burnHeight;
+  }
+
+  /** Highest final Stacks height: the watermark block's (never above `tip`). */
   finalStacksHeight(tip: ChainTip | undefined): number | undefined {
-    if (!this.verified || !tip) return undefined;
-    return Math.min(this.verified.stacksHeight, tip.height);
+    return this.block(tip)?.height;
   }
 
   /**
    * Asks once per new target (believed burn tip minus confirmations), walking down past empty
-   * burn blocks to the last verified one. Throws when the upstream fails (asked again next poll).
+   * burn blocks to the last verified one. Returns the block it verified, if it verified one.
+   * Throws when the upstream fails (asked again next poll).
    */
-  async advance(tip: ChainTip, blockAtBurn: BlockAtBurn): Promise<void> {
+  async advance(tip: ChainTip, blockAtBurn: BlockAtBurn): Promise<CanonicalBlock | undefined> {
     const target = tip.burnHeight - this.burnConfirmations;
-    if (target < 0 || target === this.targetChecked) return;
+    if (this.verified && !this.block(tip)) this.verified = undefined; // the tip came down below it
+    if (target < 0 || target === this.targetChecked) return undefined;
     const floor = Math.max(this.verified?.burnHeight ?? -1, target - EMPTY_BURN_BLOCKS_SEARCHED);
+    let found: CanonicalBlock | undefined;
     for (let burnHeight = target; burnHeight > floor; burnHeight--) {
       const block = await blockAtBurn(burnHeight);
       // None there, or only an orphan (the upstream answers the highest block, canonical first).
       if (!block || block.canonical !== true) continue;
-      const consistent = block.burn_block_height === burnHeight && typeof block.height === 'number' && block.height <= tip.height;
-      if (consistent) this.verified = { burnHeight, stacksHeight: block.height as number };
+      const consistent =
+        block.burn_block_height === burnHeight && typeof block.height === 'number' && block.height <= tip.height && typeof block.index_block_hash === 'string';
+      if (consistent) {
+        found = {
+          height: block.height as number,
+          burnHeight,
+          indexBlockHash: block.index_block_hash as string,
+          blockHash: typeof block.hash === 'string' ? block.hash : undefined,
+        };
+        this.verified = found;
+      }
       break;
     }
     this.targetChecked = target;
+    return found;
   }
 
   /** Finality learned on a branch a reorg abandoned cannot be trusted above the fork: verified again. */
   lowerTo(forkHeight: number): void {
-    if (this.verified && this.verified.stacksHeight > forkHeight) this.verified = undefined;
+    if (this.verified && this.verified.height > forkHeight) this.verified = undefined;
     this.targetChecked = undefined;
   }
 }

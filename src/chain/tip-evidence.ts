@@ -1,11 +1,13 @@
 /**
- * Which chain tip to believe, from what each upstream reports (pure). One poll of one upstream
- * is not evidence enough for a tip far beyond the believed one: a tip or burn height that jumps
- * more than `maxJumpBlocks` is held until it is confirmed, by the same upstream's next poll
- * (seen again, or a little higher) or by another upstream reporting a tip near it. A lower (or
- * sibling) tip from the upstream that leads is a reorg or the correction of a wrong tip, and is
- * believed, unless another upstream still shows the believed tip (then that one leads). Lower
- * tips from other upstreams only mean they are behind.
+ * Which chain tip to believe, from what each upstream reports (pure). What one upstream reports
+ * is not evidence enough for a tip far beyond the believed one, however often it reports it (an
+ * upstream can be wrong for a while): a tip or burn height that jumps more than `maxJumpBlocks`
+ * is held, and believed only on evidence that upstream cannot give alone: another upstream
+ * reporting a tip near it, or (the tracker's parent walk, jump-walk.ts) the jumped tip's parent
+ * chain leading down to the believed tip. A lower (or sibling) tip from the upstream that leads
+ * is a reorg or the correction of a wrong tip, and is believed, unless another upstream still
+ * shows the believed tip (then that one leads). Lower tips from other upstreams only mean they
+ * are behind.
  */
 import type { ChainTip } from './view.js';
 
@@ -25,29 +27,23 @@ export type Judgement =
   | { kind: 'believe' }
   /** The tip stays. `leader`: another upstream that still shows it takes over the lead. */
   | { kind: 'keep'; leader?: string }
-  /** A jump seen once: not believed (nor passed on as this upstream's height) until confirmed. */
+  /** A jump no other upstream confirms: not believed (nor passed on as this upstream's height) unless its parent chain leads to the believed tip. */
   | { kind: 'hold' };
 
 export class TipEvidence {
   /** The last tip each upstream reported. */
   private readonly latest = new Map<string, ChainTip>();
-  /** A jump each upstream reported on its last poll, waiting for confirmation. */
-  private readonly held = new Map<string, ChainTip>();
 
   constructor(private readonly settings: TipEvidenceSettings) {}
 
   judge(origin: string, tip: ChainTip, believed: BelievedTip | undefined): Judgement {
-    const heldBefore = this.held.get(origin);
-    this.held.delete(origin);
     this.latest.set(origin, tip);
     if (!believed) return { kind: 'believe' };
     const current = believed.tip;
     if (tip.indexBlockHash === current.indexBlockHash) return { kind: 'keep' };
     if (tip.height > current.height) {
       if (!this.isJump(tip, current)) return { kind: 'believe' };
-      if (heldBefore && this.isNear(tip, heldBefore)) return { kind: 'believe' };
       if (this.corroborated(origin, tip)) return { kind: 'believe' };
-      this.held.set(origin, tip);
       return { kind: 'hold' };
     }
     // Not ahead: only the leader can take the chain back (a reorg, or the end of a wrong tip).
@@ -59,18 +55,20 @@ export class TipEvidence {
   /** Forgets an upstream's reports (after a reorg its old tips say nothing). */
   forget(origin: string): void {
     this.latest.delete(origin);
-    this.held.delete(origin);
+  }
+
+  /** The highest Stacks and burn heights any upstream reports now, held jumps included. */
+  highestReported(): { height: number; burnHeight: number } | undefined {
+    let highest: { height: number; burnHeight: number } | undefined;
+    for (const tip of this.latest.values()) {
+      highest = { height: Math.max(highest?.height ?? 0, tip.height), burnHeight: Math.max(highest?.burnHeight ?? 0, tip.burnHeight) };
+    }
+    return highest;
   }
 
   private isJump(tip: ChainTip, from: ChainTip): boolean {
     const max = this.settings.maxJumpBlocks;
     return tip.height - from.height > max || tip.burnHeight - from.burnHeight > max;
-  }
-
-  /** The same tip again, or one at most `maxJumpBlocks` past it (blocks kept coming). */
-  private isNear(tip: ChainTip, earlier: ChainTip): boolean {
-    if (tip.indexBlockHash === earlier.indexBlockHash) return true;
-    return tip.height >= earlier.height && tip.burnHeight >= earlier.burnHeight && !this.isJump(tip, earlier);
   }
 
   /** Another upstream's last report is within `maxJumpBlocks` of this tip. */

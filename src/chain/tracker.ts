@@ -2,19 +2,24 @@
  * Tracks the chain tip by polling each upstream's `GET /extended` with If-None-Match (a 304
  * until a block arrives), each upstream on its own schedule: a hanging upstream delays only its
  * own next poll, never the tip seen from another. Each answer is judged as it arrives, one at a
- * time: which tip to believe (tip-evidence.ts: a far jump waits for confirmation), whether it
- * is a reorg or a correction (a tip that does not extend the believed one, fork-search.ts), and
- * which data is final (finality.ts: a verified watermark, never the tip alone). Each upstream's
- * believable tip goes to the upstream health owner, which decides from it which upstreams lag.
+ * time: which tip to believe (tip-evidence.ts: a far jump needs another upstream, or its parent
+ * chain, jump-walk.ts), whether it is a reorg or a correction (a tip that does not extend the
+ * believed one, fork-search.ts), and which data is final (finality.ts: a verified watermark,
+ * never the tip alone). The canonical blocks it verifies on the way are recorded
+ * (canonical-record.ts), and it checks others on demand (`verifyCanonical`), so that an answer is
+ * final only when the block it names is the canonical one. Each upstream's believable tip goes
+ * to the upstream health owner, which decides from it which upstreams lag.
  */
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
+import { canonicalBlockOf, CanonicalRecord } from './canonical-record.js';
 import { FinalityWatermark, type BurnBlockAnswer } from './finality.js';
 import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
+import { ParentWalks, type WalkResult } from './jump-walk.js';
 import { ReorgLog } from './reorg-log.js';
 import { TipEvidence } from './tip-evidence.js';
-import type { ChainTip, ChainView } from './view.js';
+import type { BlockRef, CanonicalBlock, ChainTip, ChainView } from './view.js';
 
 export type { ChainTip } from './view.js';
 
@@ -29,10 +34,11 @@ export interface ChainTipSettings {
   reorgMaxWalk: number;
 }
 
-/** What the tracker needs of the upstreams: who they are, and one request to a named one. */
+/** What the tracker needs of the upstreams: who they are, which are usable now, and one request to a named one. */
 export interface TipSource {
   readonly origins: string[];
   getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse>;
+  status(): { origin: string; usable: boolean }[];
 }
 
 /** Where each upstream's tip height goes (the upstream health owner). */
@@ -41,8 +47,15 @@ export interface TipReceiver {
 }
 
 interface StatusBody {
-  chain_tip?: { block_height?: number; index_block_hash?: string; burn_block_height?: number };
+  chain_tip?: { block_height?: number; index_block_hash?: string; burn_block_height?: number; block_hash?: string };
 }
+
+/** Blocks of a jumped tip's parent chain asked for per poll (a 1,000-block catch-up takes about 32 polls). */
+const JUMP_WALK_BLOCKS_PER_POLL = 32;
+/** Checks of canonical blocks (verifyCanonical) in flight at once; beyond it answers stay `tip`. */
+const CHECKS_IN_FLIGHT = 64;
+/** A block hash as the upstream's block route takes it: nothing else (and no height but a whole number) goes into a check's path. */
+const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 function parseJson<T>(body: Buffer): T | undefined {
   try {
@@ -62,6 +75,13 @@ export class ChainTipTracker {
   private readonly reorgs = new ReorgLog();
   /** The reference for fork search. */
   private readonly history = new TipHistory();
+  /** Verified canonical blocks: what makes an answer final (cache/chain-position.ts). */
+  private readonly record = new CanonicalRecord();
+  private readonly walks = new ParentWalks(JUMP_WALK_BLOCKS_PER_POLL);
+  /** Upstreams whose jumped tip is held now (logged once while it lasts). */
+  private readonly holding = new Set<string>();
+  /** verifyCanonical's checks in flight, one per block hash. */
+  private readonly checks = new Map<string, Promise<void>>();
   private snapshot: ChainView = { reorgs: [] };
   /** Each upstream's poll in flight (at most one), and its next scheduled one. */
   private readonly polls = new Map<string, Promise<boolean>>();
@@ -157,6 +177,7 @@ export class ChainTipTracker {
       throw new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`);
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
+    if (typeof tip.block_hash === 'string') parsed.blockHash = tip.block_hash;
     if (response.headers.etag) this.perUpstream.set(origin, { etag: response.headers.etag, tip: parsed });
     return parsed;
   }
@@ -176,9 +197,16 @@ export class ChainTipTracker {
     const believed = this.current && this.currentOrigin ? { tip: this.current, origin: this.currentOrigin } : undefined;
     const judgement = this.evidence.judge(origin, tip, believed);
     if (judgement.kind === 'hold') {
-      this.telemetry.tipJumpHeld(origin, this.current ?? tip, tip);
-      return;
-    }
+      const linked = believed !== undefined && (await this.walkJump(origin, tip, believed.tip)) === 'linked';
+      this.publish(); // the reported heights bound what answers may claim, held ones included
+      if (!linked) {
+        // Logged once while it lasts: an upstream that stays wrong would otherwise log every poll.
+        if (!this.holding.has(origin)) this.telemetry.tipJumpHeld(origin, this.current ?? tip, tip);
+        this.holding.add(origin);
+        return;
+      }
+    } else this.walks.end(origin);
+    this.holding.delete(origin);
     this.health.reportTip(origin, tip.height);
     if (judgement.kind === 'keep') {
       if (judgement.leader) this.currentOrigin = judgement.leader;
@@ -186,8 +214,57 @@ export class ChainTipTracker {
     }
     await this.advanceTo(tip, origin);
     this.currentOrigin = origin;
-    await this.finality.advance(tip, (burnHeight) => this.blockAtBurn(burnHeight, origin));
+    const watermark = await this.finality.advance(tip, (burnHeight) => this.blockAtBurn(burnHeight, origin));
+    if (watermark) this.record.remember(watermark);
     this.publish();
+  }
+
+  /** The jumped tip's parent chain, walked on by one poll's worth of blocks. Failures: still walking. */
+  private walkJump(origin: string, tip: ChainTip, believed: ChainTip): Promise<WalkResult> {
+    const blockAt = (height: number) => this.blockOf(origin, String(height));
+    return this.walks.step(origin, tip, believed, blockAt).catch((error: unknown): WalkResult => {
+      this.telemetry.tipPollFailed(error);
+      return 'walking';
+    });
+  }
+
+  /**
+   * Checks that a block an answer names is the canonical one at its height, with the upstream
+   * that gave the believed tip (see checkOrigin), by the block's own hash (/extended/v2/blocks/
+   * {block_hash}: another URL than a by-height answer's, so a wrong answer on one URL does not
+   * confirm itself); when that is not a canonical block at the height claimed, the canonical
+   * block at that height is asked for instead. What it learns is recorded when canonical and at
+   * or below the watermark (in height and burn height); the answer is then admitted again
+   * against the record, which says whether it is final or contradicts the chain. At most two
+   * requests per block, one check per block at a time, at most CHECKS_IN_FLIGHT at once. Never
+   * throws: a block not checked leaves the answer `tip`.
+   */
+  verifyCanonical(block: BlockRef): Promise<void> {
+    const key = block.blockHash.toLowerCase();
+    const running = this.checks.get(key);
+    if (running) return running;
+    if (this.checks.size >= CHECKS_IN_FLIGHT) return Promise.resolve();
+    const check = this.checkCanonical(block)
+      .catch(() => undefined)
+      .finally(() => this.checks.delete(key));
+    this.checks.set(key, check);
+    return check;
+  }
+
+  private async checkCanonical({ height, blockHash }: BlockRef): Promise<void> {
+    const origin = this.checkOrigin();
+    const { finalStacksHeight } = this.snapshot;
+    const checkable = Number.isSafeInteger(height) && height >= 0 && BLOCK_HASH.test(blockHash);
+    if (!origin || !checkable || finalStacksHeight === undefined || height > finalStacksHeight) return;
+    let block = await this.canonicalBlockAt(origin, blockHash.toLowerCase());
+    // Not that block there (none by that hash, or elsewhere): the canonical one at that height,
+    // which the answer's block then contradicts.
+    if (block?.height !== height) block = await this.canonicalBlockAt(origin, String(height));
+    // The believed chain may have come down while it was asked: judged against the watermark now.
+    const now = this.snapshot;
+    if (!block || now.finalStacksHeight === undefined || now.finalBurnHeight === undefined) return;
+    if (block.height > now.finalStacksHeight || block.burnHeight > now.finalBurnHeight) return;
+    this.record.remember(block);
   }
 
   private async advanceTo(next: ChainTip, origin: string): Promise<void> {
@@ -199,14 +276,39 @@ export class ChainTipTracker {
       const record = { at: this.clock(), forkHeight };
       this.reorgs.add(record);
       this.history.forgetAbove(forkHeight);
+      this.record.forgetAbove(forkHeight);
       this.finality.lowerTo(forkHeight);
       this.telemetry.reorgDetected(record.forkHeight, previous, next);
     }
     this.current = next;
     this.history.remember(next.height, next.indexBlockHash);
+    // A tip poll without a burn height (read as 0) says nothing of where its block is anchored.
+    if (next.burnHeight > 0) this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
     this.telemetry.tipChanged(next);
     // Published at once: entries validated from here on carry the new tip.
     this.publish();
+  }
+
+  /** One upstream's /extended/v2/blocks/{height or hash}: its JSON, undefined when not found; other statuses throw. */
+  private async blockOf(origin: string, heightOrHash: string): Promise<unknown> {
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${heightOrHash}`, route: 'chain_tip' });
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) throw new Error(`block ${heightOrHash} of ${origin} answered ${response.status}`);
+    return parseJson<unknown>(response.body);
+  }
+
+  private async canonicalBlockAt(origin: string, heightOrHash: string): Promise<CanonicalBlock | undefined> {
+    return canonicalBlockOf(await this.blockOf(origin, heightOrHash));
+  }
+
+  /**
+   * Who answers a check: the upstream that gave the believed tip (the watermark is its chain),
+   * else, while it is not usable, the first one that is. Not through the request queue: a check
+   * runs while the answer it checks holds a slot of it.
+   */
+  private checkOrigin(): string | undefined {
+    const usable = this.upstream.status().filter((u) => u.usable).map((u) => u.origin);
+    return this.currentOrigin !== undefined && usable.includes(this.currentOrigin) ? this.currentOrigin : usable[0];
   }
 
   private async canonicalHashAt(height: number, origin: string): Promise<string | undefined> {
@@ -224,12 +326,19 @@ export class ChainTipTracker {
 
   private publish(): void {
     const tip = this.current;
+    const watermark = this.finality.block(tip);
+    const reported = this.evidence.highestReported();
+    const margin = this.settings.maxJumpBlocks;
     this.snapshot = {
       tipHash: tip?.indexBlockHash,
       tipHeight: tip?.height,
       burnHeight: tip?.burnHeight,
-      finalBurnHeight: this.finality.finalBurnHeight(tip),
-      finalStacksHeight: this.finality.finalStacksHeight(tip),
+      finalBurnHeight: watermark?.burnHeight,
+      finalStacksHeight: watermark?.height,
+      heightCeiling: reported && Math.max(reported.height, tip?.height ?? 0) + margin,
+      // A tip poll without a burn height (read as 0) bounds nothing.
+      burnCeiling: reported && reported.burnHeight > 0 ? Math.max(reported.burnHeight, tip?.burnHeight ?? 0) + margin : undefined,
+      canonical: this.record,
       reorgs: this.reorgs.list(),
     };
   }

@@ -1,11 +1,14 @@
 /**
- * The chain model as the cache policy sees it: the tip, the reorgs seen so far and the
- * finality watermark. Pure types; src/chain/tracker.ts keeps them up to date.
+ * The chain model as the cache policy sees it: the tip, the reorgs seen so far, the finality
+ * watermark and the canonical blocks the proxy has verified. Pure types; src/chain/tracker.ts
+ * keeps them up to date.
  */
 export interface ChainTip {
   height: number;
   indexBlockHash: string;
   burnHeight: number;
+  /** The tip's block_hash, when the upstream sent it (transactions name their block by it). */
+  blockHash?: string;
 }
 
 export interface ReorgRecord {
@@ -15,14 +18,49 @@ export interface ReorgRecord {
   forkHeight: number;
 }
 
+/** A canonical block as the proxy verified it: where it sits and what it is called. */
+export interface CanonicalBlock {
+  height: number;
+  burnHeight: number;
+  indexBlockHash: string;
+  /** block_hash: transactions name their block by it. Absent when the source did not carry it. */
+  blockHash?: string;
+}
+
+/** A block an answer names: its height and block_hash (what a check asks the upstream about). */
+export interface BlockRef {
+  height: number;
+  blockHash: string;
+}
+
+/** The verified canonical block at a height, if the proxy knows it (chain/canonical-record.ts). */
+export interface CanonicalLookup {
+  at(height: number): CanonicalBlock | undefined;
+}
+
 /** What the proxy knows of the chain when it decides. */
 export interface ChainView {
   tipHash?: string;
   tipHeight?: number;
   burnHeight?: number;
-  /** Burn height at or below which anchored data is final (burn tip minus confirmations). */
+  /**
+   * The finality watermark: a canonical block, verified, at least burnConfirmations burn blocks
+   * below the believed burn tip. Data anchored at or below `finalBurnHeight` in a block at or
+   * below `finalStacksHeight` is final; the pair always names one block, and both come down
+   * with the believed tip.
+   */
   finalBurnHeight?: number;
-  /** Highest Stacks height known to be anchored in a final burn block. */
   finalStacksHeight?: number;
+  /**
+   * Above these no honest answer can sit: the highest tip any upstream reports now (held jumps
+   * included), plus maxJumpBlocks for the blocks that land between two polls.
+   */
+  heightCeiling?: number;
+  burnCeiling?: number;
+  /**
+   * Verified canonical blocks by height. Live: it only gains verified blocks, and loses those
+   * above a fork after a reorg (whose record purges what was validated on the old branch).
+   */
+  canonical?: CanonicalLookup;
   reorgs: readonly ReorgRecord[];
 }

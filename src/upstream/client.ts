@@ -56,10 +56,11 @@ export interface UpstreamRequest {
   route: string;
   headers?: Record<string, string>;
   /**
-   * Throws (an UpstreamError 'invalid') for a body that is not what it claims: retried like a
-   * failure. Called for answers and refusals, never for failures.
+   * Throws or rejects (an UpstreamError 'invalid') for a body that is not what it claims: retried
+   * like a failure. Called for answers and refusals, never for failures. May wait (a check of the
+   * chain the answer names) within the request's deadline.
    */
-  validate?: (response: UpstreamResponse) => void;
+  validate?: (response: UpstreamResponse) => void | Promise<void>;
 }
 
 /** Health (from the health owner) and load (from the client's queues) of one upstream. */
@@ -235,7 +236,7 @@ export class UpstreamClient {
         this.recordFailedAnswer(upstream.origin, request, verdict.error, answer, seconds());
         return { response: answer, failure: this.withRetryAfter(verdict.error, answer) };
       }
-      request.validate?.(answer);
+      await request.validate?.(answer);
       this.telemetry.upstreamAnswered(upstream.origin, request.route, response.statusCode, seconds());
       if (verdict.kind === 'answer') this.health.recordSuccess(upstream.origin, options);
       else if (options.healthCheck) this.health.recordFailure(upstream.origin);

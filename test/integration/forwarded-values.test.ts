@@ -28,11 +28,14 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-/** The URLs the upstream saw for one client request (tip polls left out), sent with its path as given. */
+/**
+ * The URLs the upstream saw for one client request, sent with its path as given: those carrying
+ * its request id (the tracker's own, tip polls and checks of the block an answer names, carry none).
+ */
 async function forwarded(path: string): Promise<{ status: number; urls: string[]; cache: string | null }> {
   upstream.resetCounts();
   const response = await getLiteralPath(proxy.url, path);
-  const urls = upstream.requests.map((r) => r.url).filter((url) => url !== '/extended');
+  const urls = upstream.requests.filter((r) => r.headers['x-request-id'] !== undefined).map((r) => r.url);
   return { status: response.status, urls, cache: response.headers.get('x-cache') };
 }
 

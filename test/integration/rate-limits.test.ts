@@ -74,7 +74,8 @@ async function start(limits: Limits = {}): Promise<ProxyServer> {
 }
 
 const get = (proxy: ProxyServer, path: string, headers: Record<string, string> = {}) => fetchRaw(proxy.url + path, { headers });
-const upstreamReads = () => upstream.count((r) => r.path !== '/extended');
+/** Upstream requests made for clients: those with a request id (the tracker's tip polls and block checks carry none). */
+const upstreamReads = () => upstream.count((r) => r.headers['x-request-id'] !== undefined);
 const limitHeaders = (response: RawResponse) => ({
   limit: response.headers.get('ratelimit-limit'),
   remaining: response.headers.get('ratelimit-remaining'),

@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { createPassthrough } from '../../src/http/passthrough.js';
 import { noopTelemetry } from '../../src/telemetry/telemetry.js';
 import { PassthroughClient } from '../../src/upstream/passthrough-client.js';
-import { RECORDED } from '../../testkit/index.js';
+import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
@@ -19,6 +19,12 @@ import { parseResponses, rawGet } from '../support/raw-socket.js';
 const { defer, fakeUpstream } = useCleanups();
 
 const CLIENT_SECRETS = { cookie: 'session=s3cr3t', authorization: 'Bearer client-token', 'x-api-key': 'client-key', 'proxy-authorization': 'Basic eDp5' };
+
+/** The block_hash of the block RECORDED.confirmedTxId was mined in, read from the upstream directly (after the counts). */
+async function blockHashOf(upstream: FakeUpstream): Promise<string> {
+  const tx = await fetchRaw(`${upstream.url}/extended/v1/tx/${RECORDED.confirmedTxId}`);
+  return (JSON.parse(tx.body.toString()) as { block_hash: string }).block_hash;
+}
 
 async function proxyFor(upstreamUrl: string) {
   const proxy = await startTestProxy({ upstreamUrls: [upstreamUrl] });
@@ -35,10 +41,14 @@ describe('misses on the 13 routes', () => {
       headers: { ...CLIENT_SECRETS, 'x-request-id': 'miss-1', 'accept-language': 'fr', 'x-custom': '1' },
     });
     expect(response.headers.get('x-cache')).toBe('MISS');
-    const [sent, ...more] = upstream.requests;
+    // The miss, and the tracker's check that the block the transaction names is canonical (no request id: it is shared).
+    const [sent, check, ...more] = upstream.requests;
     expect(more).toEqual([]);
     expect(sent?.headers['x-request-id']).toBe('miss-1');
-    for (const name of [...Object.keys(CLIENT_SECRETS), 'accept-language', 'x-custom']) expect(sent?.headers[name], name).toBeUndefined();
+    expect([check?.path, check?.headers['x-request-id']]).toEqual([`/extended/v2/blocks/${await blockHashOf(upstream)}`, undefined]);
+    for (const request of [sent, check]) {
+      for (const name of [...Object.keys(CLIENT_SECRETS), 'accept-language', 'x-custom']) expect(request?.headers[name], name).toBeUndefined();
+    }
   });
 
   it('send a generated request id when the client sent none, the one its answer carries', async () => {
@@ -47,7 +57,8 @@ describe('misses on the 13 routes', () => {
     upstream.resetCounts();
     const response = await fetchRaw(`${proxy.url}/extended/v1/tx/multiple?tx_id=${RECORDED.confirmedTxId}`);
     expect(response.status).toBe(200);
-    expect(upstream.requests.map((r) => r.headers['x-request-id'])).toEqual([response.headers.get('x-request-id')]);
+    const misses = upstream.requests.filter((r) => r.path === '/extended/v1/tx/multiple');
+    expect(misses.map((r) => r.headers['x-request-id'])).toEqual([response.headers.get('x-request-id')]);
   });
 });
 
@@ -156,6 +167,8 @@ describe("the operator's credentials, end to end", () => {
       ['GET', '/v2/info', 'operator-key', 'dapp-1'],
       ['UPGRADE', '/extended/v1/ws', 'operator-key', 'dapp-1'],
       ['GET', `/extended/v1/tx/${RECORDED.confirmedTxId}`, 'operator-key', 'dapp-1'],
+      // The tracker's check of the block the transaction names carries them too.
+      ['GET', `/extended/v2/blocks/${await blockHashOf(upstream)}`, 'operator-key', 'dapp-1'],
     ]);
   });
 });

@@ -11,6 +11,7 @@ import { memberText, servesListMember, servesTransaction } from '../../src/cache
 import type { UpstreamResponse } from '../../src/upstream/client.js';
 import { UpstreamError } from '../../src/upstream/errors.js';
 import { RECORDED, loadRecordings } from '../../testkit/index.js';
+import { recordedChainView } from '../support/recorded-chain-view.js';
 
 const T0 = 1_700_000_000_000;
 const CHAIN: ChainView = { tipHash: '0xtip', tipHeight: 50, burnHeight: 136, finalBurnHeight: 130, finalStacksHeight: 40, reorgs: [] };
@@ -87,7 +88,7 @@ describe('decide', () => {
   });
 });
 
-const ASKED: Snapshot = { chain: { ...CHAIN, finalBurnHeight: RECORDED.tipBurnHeight - 6 }, at: T0 };
+const ASKED: Snapshot = { chain: recordedChainView(), at: T0 };
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 function answer(status: number, body: string, headers: Record<string, string> = { 'content-type': JSON_TYPE }): UpstreamResponse {
@@ -126,7 +127,7 @@ describe('admit', () => {
 
   it('hashes the body for the ETag when the upstream sent none or a weak one', () => {
     const result = admit({ freshness: 'mempool', facts: {}, response: answer(200, '{"a":1}', { 'content-type': JSON_TYPE, etag: 'W/"weak"' }), asked: ASKED });
-    expect(result.kind === 'entry' && result.entry).toMatchObject({ etag: bodyEtag(Buffer.from('{"a":1}')), upstreamEtag: undefined, cls: 'mempool', tipHash: '0xtip', tipHeight: 50 });
+    expect(result.kind === 'entry' && result.entry).toMatchObject({ etag: bodyEtag(Buffer.from('{"a":1}')), upstreamEtag: undefined, cls: 'mempool', tipHash: ASKED.chain.tipHash, tipHeight: 50 });
   });
 
   it.each([
@@ -166,13 +167,21 @@ describe('admit', () => {
     const held = entry('tip', { body: Buffer.from(rec.body), upstreamEtag: '"up"', validatedAt: T0 - 5_000 });
     const later: Snapshot = { chain: { ...ASKED.chain, tipHash: '0xlater' }, at: T0 + 1 };
     expect(confirm(held, { freshness: 'transaction', facts: {}, asked: later })).toEqual({
-      ...held,
-      cls: 'final',
-      height: RECORDED.confirmedTxHeight,
-      validatedAt: T0 + 1,
-      tipHash: undefined,
-      tipHeight: undefined,
+      kind: 'entry',
+      entry: { ...held, cls: 'final', height: RECORDED.confirmedTxHeight, validatedAt: T0 + 1, tipHash: undefined, tipHeight: undefined },
     });
+  });
+
+  it('asks for a check when the block of an otherwise final answer is not known yet, and fails one that contradicts the chain', () => {
+    const rec = recorded(txPath);
+    const { canonical: _omit, ...unverified } = ASKED.chain;
+    const result = admit({ freshness: 'transaction', facts: {}, response: answer(200, rec.body), asked: { ...ASKED, chain: unverified } });
+    expect(result.kind === 'entry' && [result.entry.cls, result.unverified?.height]).toEqual(['tip', RECORDED.confirmedTxHeight]);
+    const lying = answer(200, JSON.stringify({ ...JSON.parse(rec.body), burn_block_height: 1 }));
+    const failed = admit({ freshness: 'transaction', facts: {}, response: lying, asked: ASKED });
+    expect(failed.kind === 'failure' && failed.error.kind).toBe('invalid');
+    const held = entry('tip', { body: lying.body });
+    expect(confirm(held, { freshness: 'transaction', facts: {}, asked: ASKED }).kind).toBe('failure');
   });
 });
 

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CacheEntry, FreshnessClass } from '../../src/cache/entry.js';
 import {
+  asServedNow,
   cacheControlFor,
   classify,
   evaluate,
@@ -17,6 +18,7 @@ import {
 } from '../../src/cache/policy.js';
 import type { FreshnessRules, RequestFacts } from '../../src/routes/route-spec.js';
 import { RECORDED, recordingsMatching } from '../../testkit/index.js';
+import { knowing, recordedChainView } from '../support/recorded-chain-view.js';
 
 const FINAL_BURN = 130;
 const FINAL_STACKS = 40;
@@ -28,6 +30,16 @@ const CHAIN: ChainView = {
   finalStacksHeight: FINAL_STACKS,
   reorgs: [],
 };
+/** CHAIN, knowing the block of minedTx (height 12) and of block() (height 21) at these burn heights. */
+const verified = (txBurn: number, blockBurn = txBurn): ChainView => ({
+  ...CHAIN,
+  canonical: knowing(
+    { height: 12, burnHeight: txBurn, indexBlockHash: '0xindex12', blockHash: '0xblock12' },
+    { height: 21, burnHeight: blockBurn, indexBlockHash: '0xindex', blockHash: '0xblock' },
+  ),
+});
+/** Above the watermark block (40 at burn 130). */
+const ABOVE = { block_height: FINAL_STACKS + 1 };
 // stale-while-revalidate off here; its own cases below switch it on.
 const TTL: TtlSettings = { tipSafetyMs: 60_000, mempoolMs: 2_000, staleWhileRevalidateMs: 0, retainExpiredMs: 300_000 };
 
@@ -61,9 +73,12 @@ const minedTx = (burnHeight: number, extra: Record<string, unknown> = {}) => ({
   microblock_canonical: true,
   is_unanchored: false,
   block_height: 12,
+  block_hash: '0xblock12',
   burn_block_height: burnHeight,
   ...extra,
 });
+
+const ABOVE_BLOCK = { height: FINAL_STACKS + 1 };
 
 /** A canonical Nakamoto block anchored at the given burn height. */
 const block = (burnHeight: number, extra: Record<string, unknown> = {}) => ({
@@ -76,13 +91,30 @@ const block = (burnHeight: number, extra: Record<string, unknown> = {}) => ({
 });
 
 describe('classify: transactions', () => {
-  it('makes a confirmed tx final exactly at the finality boundary', () => {
-    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN)) })).toEqual({ cls: 'final', height: 12 });
-    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN - 5)) })).toEqual({ cls: 'final', height: 12 });
+  it('makes a confirmed tx final exactly at the finality boundary, in the verified block at its height', () => {
+    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN)), chain: verified(FINAL_BURN) })).toEqual({ cls: 'final', height: 12 });
+    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN - 5)), chain: verified(FINAL_BURN - 5) })).toEqual({ cls: 'final', height: 12 });
+  });
+
+  // Before: burn depth alone made it final, whatever block it named.
+  it('keeps a deep tx at tip, to be checked, while the block at its height is not known', () => {
+    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN)) })).toEqual({ cls: 'tip', unverified: { height: 12, blockHash: '0xblock12' } });
   });
 
   it('keeps a confirmed tx one burn block short of finality at tip', () => {
-    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN + 1)) })).toEqual({ cls: 'tip' });
+    expect(classOf('transaction', { body: json(minedTx(FINAL_BURN + 1, ABOVE)) })).toEqual({ cls: 'tip' });
+  });
+
+  it.each([
+    ['a block height above every reported tip', minedTx(FINAL_BURN, { block_height: 999_999_999 }), verified(FINAL_BURN)],
+    ['a burn height its block does not have', minedTx(1), verified(FINAL_BURN)],
+    ['another block at a final height', minedTx(FINAL_BURN, { block_hash: '0xother' }), verified(FINAL_BURN)],
+    ['a burn height above the final block at a height below it', minedTx(FINAL_BURN + 1), CHAIN],
+    ['a burn height below the final block at a height above it', minedTx(1, ABOVE), CHAIN],
+  ])('contradicts the chain with %s', (_name, tx, chain) => {
+    const withCeiling: ChainView = { ...chain, heightCeiling: 60, burnCeiling: 146 };
+    expect(classOf('transaction', { body: json(tx), chain: withCeiling })).toMatchObject({ contradiction: expect.any(String) });
+    expect(classOf('transaction_list', { body: json({ '0x01': { found: true, result: tx } }), chain: withCeiling })).toMatchObject({ contradiction: expect.any(String) });
   });
 
   it('never makes a non-canonical or microblock-orphaned tx final', () => {
@@ -111,15 +143,16 @@ describe('classify: transactions', () => {
 
   it('classifies a whole tx/multiple answer by its least fresh member, not as one transaction', () => {
     const found = (tx: Record<string, unknown>) => ({ found: true, result: tx });
-    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)) }) })).toEqual({ cls: 'final', height: 12 });
-    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': found(minedTx(FINAL_BURN + 1)) }) })).toEqual({ cls: 'tip' });
-    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': { found: false, result: { tx_id: '0x02' } } }) })).toEqual({ cls: 'mempool' });
+    const chain = verified(FINAL_BURN);
+    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)) }), chain })).toEqual({ cls: 'final', height: 12 });
+    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': found(minedTx(FINAL_BURN + 1, ABOVE)) }), chain })).toEqual({ cls: 'tip' });
+    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': { found: false, result: { tx_id: '0x02' } } }), chain })).toEqual({ cls: 'mempool' });
     expect(classOf('transaction_list', { body: json(minedTx(FINAL_BURN)) })).toBeUndefined();
   });
 
   it('classifies with_transfers by its tx member', () => {
-    expect(classOf('tx_with_transfers', { body: json({ tx: minedTx(FINAL_BURN), stx_sent: '0' }) })).toEqual({ cls: 'final', height: 12 });
-    expect(classOf('tx_with_transfers', { body: json({ tx: minedTx(FINAL_BURN + 1) }) })).toEqual({ cls: 'tip' });
+    expect(classOf('tx_with_transfers', { body: json({ tx: minedTx(FINAL_BURN), stx_sent: '0' }), chain: verified(FINAL_BURN) })).toEqual({ cls: 'final', height: 12 });
+    expect(classOf('tx_with_transfers', { body: json({ tx: minedTx(FINAL_BURN + 1, ABOVE) }) })).toEqual({ cls: 'tip' });
     expect(classOf('tx_with_transfers', { body: json({ stx_sent: '0' }) })).toBeUndefined();
     expect(classOf('tx_with_transfers', { status: 404 })).toEqual({ cls: 'tip' });
   });
@@ -136,10 +169,10 @@ describe('classify: transactions', () => {
 });
 
 describe('classify: recorded upstream answers', () => {
-  // Six confirmations under the recorded burn tip, as the default configuration has it.
-  const chain: ChainView = { ...CHAIN, finalBurnHeight: RECORDED.tipBurnHeight - 6 };
   const txs = recordingsMatching(/^\/extended\/v1\/tx\/0x[0-9a-f]{64}$/);
   const blocks = recordingsMatching(/^\/extended\/v2\/blocks\/(0x[0-9a-f]{64}|\d+)$/);
+  // Six confirmations under the recorded burn tip, as the default configuration has it.
+  const chain = recordedChainView();
 
   it(`classifies all ${txs.length} recorded transactions by status and burn depth`, () => {
     expect(txs.length).toBe(136);
@@ -170,10 +203,23 @@ describe('classify: recorded upstream answers', () => {
 
 describe('classify: blocks', () => {
   it('makes a canonical block final at the boundary and tip one past it', () => {
-    expect(classOf('block', { body: json(block(FINAL_BURN)) })).toEqual({ cls: 'final', height: 21 });
-    expect(classOf('block', { body: json(block(FINAL_BURN + 1)) })).toEqual({ cls: 'tip' });
-    expect(classOf('burn_block', { body: json(block(FINAL_BURN)) })).toEqual({ cls: 'final', height: 21 });
-    expect(classOf('burn_block', { body: json(block(FINAL_BURN + 1)) })).toEqual({ cls: 'tip' });
+    const chain = verified(FINAL_BURN);
+    const past = block(FINAL_BURN + 1, { height: FINAL_STACKS + 1 });
+    expect(classOf('block', { body: json(block(FINAL_BURN)), chain })).toEqual({ cls: 'final', height: 21 });
+    expect(classOf('block', { body: json(past), chain })).toEqual({ cls: 'tip' });
+    expect(classOf('burn_block', { body: json(block(FINAL_BURN)), chain })).toEqual({ cls: 'final', height: 21 });
+    expect(classOf('burn_block', { body: json(past), chain })).toEqual({ cls: 'tip' });
+  });
+
+  it('contradicts the chain with a block that is not the verified one at its final height, also as blocks/latest', () => {
+    const chain = verified(FINAL_BURN);
+    expect(classOf('block', { body: json(block(FINAL_BURN, { index_block_hash: '0xother' })), chain })).toMatchObject({ contradiction: expect.any(String) });
+    expect(classOf('block', { facts: { latest: true }, body: json(block(1, ABOVE_BLOCK)), chain })).toMatchObject({ contradiction: expect.any(String) });
+  });
+
+  it('keeps a block above the watermark that is not the one recorded at its height at tip (a reorg not seen yet)', () => {
+    const chain: ChainView = { ...CHAIN, canonical: knowing({ height: 45, burnHeight: 134, indexBlockHash: '0xold' }) };
+    expect(classOf('block', { body: json(block(134, { height: 45, index_block_hash: '0xnew' })), chain })).toEqual({ cls: 'tip' });
   });
 
   it('never makes a non-canonical block final', () => {
@@ -297,8 +343,20 @@ describe('evaluate', () => {
   const T0 = 1_700_000_000_000;
   const newTip: ChainView = { ...CHAIN, tipHash: '0xnext', tipHeight: 51 };
 
-  it('keeps final entries fresh forever, whatever the tip', () => {
+  it('keeps final entries fresh forever, whatever the tip, while the watermark covers them', () => {
     expect(evaluate(entry('final', T0, { height: 12 }), T0 + 365 * 24 * 3600_000, newTip, TTL)).toBe('fresh');
+  });
+
+  // Before: a final entry stayed fresh (and immutable) whatever the watermark did.
+  it('asks again for a final entry the watermark no longer covers (it came down with the tip), and serves it as tip meanwhile', () => {
+    const lowered: ChainView = { ...CHAIN, finalStacksHeight: 11 };
+    const e = entry('final', T0, { height: 12 });
+    expect(evaluate(e, T0, lowered, TTL)).toBe('refetch');
+    expect(evaluate({ ...e, upstreamEtag: '"u"' }, T0, lowered, TTL)).toBe('revalidate');
+    const { finalStacksHeight: _omit, ...unknown } = CHAIN;
+    expect(evaluate(e, T0, unknown, TTL)).toBe('refetch');
+    expect(asServedNow(e, lowered).cls).toBe('tip');
+    expect(asServedNow(e, CHAIN)).toBe(e);
   });
 
   it('keeps tip entries fresh under the same tip within the safety TTL', () => {
@@ -360,7 +418,7 @@ describe('evaluate', () => {
 
     it('keeps entries validated after it', () => {
       const later = reorg.at + 1;
-      expect(evaluate(entry('final', later, { height: 45 }), now, afterReorg, TTL)).toBe('fresh');
+      expect(evaluate(entry('final', later, { height: 38 }), now, afterReorg, TTL)).toBe('fresh');
       expect(evaluate(entry('tip', later), now, afterReorg, TTL)).toBe('fresh');
     });
 

@@ -263,12 +263,16 @@ describe('encodeEntry / decodeEntry', () => {
     const wrongMagic = Buffer.from(bytes);
     wrongMagic[0] = 0x54;
     const wrongVersion = Buffer.from(bytes);
-    wrongVersion[1] = 3;
+    wrongVersion[1] = 4;
+    // Version 2 entries were admitted as final without evidence of their block (issue 14).
+    const versionTwo = Buffer.from(bytes);
+    versionTwo[1] = 2;
     const versionZero = Buffer.from(bytes);
     versionZero[1] = 0;
     expect(decodeEntry(wrongMagic)).toBeUndefined();
     expect(decodeEntry(wrongVersion)).toBeUndefined();
     expect(decodeEntry(versionZero)).toBeUndefined();
+    expect(decodeEntry(versionTwo)).toBeUndefined();
   });
 
   function framed(meta: string, body = ''): Buffer {
@@ -276,7 +280,7 @@ describe('encodeEntry / decodeEntry', () => {
     const bodyBytes = Buffer.from(body);
     const head = Buffer.alloc(10);
     head.writeUInt8(0x53, 0);
-    head.writeUInt8(2, 1);
+    head.writeUInt8(3, 1);
     head.writeUInt32BE(metaBytes.length, 2);
     head.writeUInt32BE(bodyBytes.length, 6);
     return Buffer.concat([head, metaBytes, bodyBytes]);

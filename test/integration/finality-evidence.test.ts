@@ -1,0 +1,250 @@
+/**
+ * Nothing final without evidence, through real HTTP against fake upstreams: an answer whose
+ * position (block height, burn height, block hash) contradicts the chain the proxy verified is
+ * an invalid upstream answer (never stored, retried on the next upstream), in /tx/{id},
+ * tx/multiple and blocks alike, and tx/events?tx_id= does not become final with it; a tip that
+ * jumps ahead is believed only on evidence one upstream cannot give alone, and what a believed
+ * tip made final stops being final (and immutable) when that tip comes back down.
+ */
+import { describe, expect, it } from 'vitest';
+import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
+import { useCleanups } from '../support/cleanups.js';
+import { fetchRaw } from '../support/http.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
+
+const { defer, fakeUpstream } = useCleanups();
+
+const ATTEMPTS = 2;
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+const REVALIDATE = 'public, no-cache, must-revalidate';
+
+async function proxyFor(upstreams: FakeUpstream[], overrides: Record<string, unknown> = {}) {
+  // A high breaker threshold: this is about what is stored, not about when a breaker opens.
+  const settings = { upstream: { maxAttempts: ATTEMPTS, retryBackoffMs: 1, failureThreshold: 100 }, ...overrides };
+  const proxy = await startTestProxy({ upstreamUrls: upstreams.map((u) => u.url), overrides: settings });
+  defer(() => proxy.close());
+  return proxy;
+}
+
+const exactly = (path: string) => new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+const TX_PATH = `/extended/v1/tx/${RECORDED.confirmedTxId}`;
+const EVENTS_PATH = `/extended/v1/tx/events?tx_id=${RECORDED.confirmedTxId}`;
+/** A block above the watermark (block 36 at burn 130, six below the recorded burn tip 136). */
+const RECENT_BLOCK = `/extended/v2/blocks/${RECORDED.tipHeight - 1}`;
+
+/** The upstream's own answer for `path`, with `change` applied: a lie that is otherwise well-formed. */
+async function lyingBody(upstream: FakeUpstream, path: string, change: (json: Record<string, unknown>) => void): Promise<string> {
+  const json = JSON.parse((await fetchRaw(upstream.url + path)).body.toString()) as Record<string, unknown>;
+  change(json);
+  return JSON.stringify(json);
+}
+
+const classOf = (response: { headers: Headers }) => [response.headers.get('x-cache-class'), response.headers.get('cache-control')];
+
+describe('an answer whose position contradicts the verified chain', () => {
+  it.each([
+    ['a transaction in block 999999999', TX_PATH, (tx: Record<string, unknown>) => (tx.block_height = 999_999_999)],
+    ['a transaction anchored at burn height 1', TX_PATH, (tx: Record<string, unknown>) => (tx.burn_block_height = 1)],
+    ['a transaction in another block at its height', TX_PATH, (tx: Record<string, unknown>) => (tx.block_hash = `0x${'ab'.repeat(32)}`)],
+    ['a recent block anchored at burn height 1', RECENT_BLOCK, (block: Record<string, unknown>) => (block.burn_block_height = 1)],
+    ['a deep block anchored at burn height 1', '/extended/v2/blocks/5', (block: Record<string, unknown>) => (block.burn_block_height = 1)],
+    ['a block at a height above every tip', '/extended/v2/blocks/latest', (block: Record<string, unknown>) => (block.height = 999_999_999)],
+  ])('%s: never final, never stored; 502 from the only upstream, then the right bytes once it is honest', async (_name, path, change) => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    const invalidBefore = await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'invalid' });
+    upstream.setFailing({ status: 200, body: await lyingBody(upstream, path, change) }, exactly(path));
+
+    const lied = await fetchRaw(proxy.url + path);
+    expect(lied.status).toBe(502);
+    expect(lied.headers.get('cache-control')).not.toBe(IMMUTABLE);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'invalid' })).toBe(invalidBefore + ATTEMPTS);
+
+    upstream.setFailing(null);
+    const honest = await fetchRaw(proxy.url + path);
+    expect([honest.status, honest.headers.get('x-cache')]).toEqual([200, 'MISS']);
+    expect(honest.body.equals((await fetchRaw(upstream.url + path)).body)).toBe(true);
+  });
+
+  it('a deep block anchored at burn height 1 once: the check of its height catches it, and the retry is final', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    const path = '/extended/v2/blocks/5';
+    upstream.failNext(1, { status: 200, body: await lyingBody(upstream, path, (block) => (block.burn_block_height = 1)) }, exactly(path));
+    const response = await fetchRaw(proxy.url + path);
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.body.toString()).burn_block_height).toBe(108);
+    expect(classOf(response)).toEqual(['final', IMMUTABLE]);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'invalid' })).toBe(1);
+  });
+
+  it('with two upstreams the lying answer is retried on the other one, whose answer is final', async () => {
+    const [liar, honest] = [await fakeUpstream(), await fakeUpstream()];
+    const proxy = await proxyFor([liar, honest]);
+    liar.setFailing({ status: 200, body: await lyingBody(liar, TX_PATH, (tx) => (tx.block_height = 999_999_999)) }, exactly(TX_PATH));
+    liar.resetCounts();
+
+    const response = await fetchRaw(proxy.url + TX_PATH);
+    expect(response.status).toBe(200);
+    expect(response.body.equals((await fetchRaw(honest.url + TX_PATH)).body)).toBe(true);
+    expect(classOf(response)).toEqual(['final', IMMUTABLE]);
+    expect([liar.count(TX_PATH), honest.count(TX_PATH)]).toEqual([1, 2]); // the proxy's request and ours
+  });
+
+  it('a lying member of tx/multiple fails the list: nothing of it is stored, and the other upstream answers', async () => {
+    const [liar, honest] = [await fakeUpstream(), await fakeUpstream()];
+    const proxy = await proxyFor([liar, honest]);
+    const list = `/extended/v1/tx/multiple?tx_id=${RECORDED.confirmedTxId}`;
+    const body = await lyingBody(liar, list, (answer) => {
+      ((answer[RECORDED.confirmedTxId] as { result: Record<string, unknown> }).result).block_height = 999_999_999;
+    });
+    liar.setFailing({ status: 200, body }, exactly(list));
+    liar.resetCounts();
+
+    const response = await fetchRaw(proxy.url + list);
+    expect(response.status).toBe(200);
+    expect(response.body.equals((await fetchRaw(honest.url + list)).body)).toBe(true);
+    expect(liar.count(exactly(list))).toBe(1);
+  });
+
+  it('a lying member of tx/multiple from the only upstream: 502, and /tx/{id} is not served from it', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    const list = `/extended/v1/tx/multiple?tx_id=${RECORDED.confirmedTxId}`;
+    const body = await lyingBody(upstream, list, (answer) => {
+      ((answer[RECORDED.confirmedTxId] as { result: Record<string, unknown> }).result).burn_block_height = 1;
+    });
+    upstream.setFailing({ status: 200, body }, exactly(list));
+    expect((await fetchRaw(proxy.url + list)).status).toBe(502);
+    upstream.setFailing(null);
+    const single = await fetchRaw(proxy.url + TX_PATH);
+    expect([single.headers.get('x-cache'), JSON.parse(single.body.toString()).burn_block_height]).toEqual(['MISS', 103]);
+  });
+
+  it('tx/events?tx_id= does not become final with a lying transaction', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream], { upstream: { maxAttempts: 1, retryBackoffMs: 1, failureThreshold: 100 } });
+    upstream.failNext(1, { status: 200, body: await lyingBody(upstream, TX_PATH, (tx) => (tx.burn_block_height = 1)) }, exactly(TX_PATH));
+    expect((await fetchRaw(proxy.url + TX_PATH)).status).toBe(502);
+    const events = await fetchRaw(proxy.url + EVENTS_PATH);
+    expect(events.status).toBe(200);
+    expect(classOf(events)).toEqual(['tip', REVALIDATE]);
+  });
+
+  it('an honest deep transaction is final after one check of the block it names, and its events with it', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    upstream.resetCounts();
+    const tx = await fetchRaw(proxy.url + TX_PATH);
+    expect(classOf(tx)).toEqual(['final', IMMUTABLE]);
+    const checks = () => upstream.count((r) => /^\/extended\/v2\/blocks\/0x[0-9a-f]{64}$/.test(r.path));
+    expect(checks()).toBe(1); // the check of its block, by the block's hash
+    expect(classOf(await fetchRaw(proxy.url + EVENTS_PATH))).toEqual(['final', IMMUTABLE]);
+    // The block itself, asked for by height, needs no second check.
+    expect(classOf(await fetchRaw(`${proxy.url}/extended/v2/blocks/${RECORDED.confirmedTxHeight}`))).toEqual(['final', IMMUTABLE]);
+    expect(checks()).toBe(1);
+  });
+});
+
+describe('a 304 for stored bytes the verified chain now contradicts', () => {
+  it('confirms nothing: the transaction is fetched again in full, and only the right bytes become final', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    const id = upstream.addPendingTx();
+    upstream.confirmTx(id);
+    await proxy.tracker.pollOnce();
+    const path = `/extended/v1/tx/${id}`;
+    // Above the watermark, another block than the one the proxy knows at that height may be a
+    // reorg not seen yet: the answer is stored as tip, with the transaction's real ETag.
+    const real = await fetchRaw(upstream.url + path);
+    const lie = await lyingBody(upstream, path, (tx) => (tx.block_hash = `0x${'cd'.repeat(32)}`));
+    upstream.failNext(1, { status: 200, body: lie, headers: { etag: real.headers.get('etag') ?? '' } }, exactly(path));
+    expect(classOf(await fetchRaw(proxy.url + path))).toEqual(['tip', REVALIDATE]);
+
+    upstream.advanceTip(7); // the transaction's block is final now, and known
+    await proxy.tracker.pollOnce();
+    upstream.resetCounts();
+    const again = await fetchRaw(proxy.url + path);
+    expect([again.headers.get('x-cache'), ...classOf(again)]).toEqual(['MISS', 'final', IMMUTABLE]);
+    expect(again.body.equals(real.body)).toBe(true);
+    expect(upstream.requests.filter((r) => r.path === path).map((r) => r.headers['if-none-match'] !== undefined)).toEqual([true, false]);
+  });
+});
+
+describe('a bogus tip', () => {
+  /** A transaction mined in a new block on top of the recorded tip, and that block seen by the proxy. */
+  async function recentTx(upstream: FakeUpstream, proxy: { tracker: { pollOnce(): Promise<void> } }): Promise<string> {
+    const id = upstream.addPendingTx();
+    upstream.confirmTx(id);
+    await proxy.tracker.pollOnce();
+    return `/extended/v1/tx/${id}`;
+  }
+
+  it.each([1_000, 15])('%i blocks (and burn blocks) ahead for three polls, then the real tip: never believed, nothing recent becomes final', async (jump) => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    const tx = await recentTx(upstream, proxy);
+    const believed = proxy.tracker.tip;
+
+    upstream.jumpTip(jump);
+    for (let poll = 0; poll < 3; poll++) {
+      await proxy.tracker.pollOnce();
+      expect(proxy.tracker.tip).toEqual(believed);
+      for (const path of [RECENT_BLOCK, tx]) expect(classOf(await fetchRaw(proxy.url + path)), path).toEqual(['tip', REVALIDATE]);
+    }
+    upstream.jumpTip(0);
+    await proxy.tracker.pollOnce();
+    expect(proxy.tracker.tip).toEqual(believed);
+    for (const path of [RECENT_BLOCK, tx]) expect(classOf(await fetchRaw(proxy.url + path)), path).toEqual(['tip', REVALIDATE]);
+    expect(await metricValue(proxy, 'stacks_proxy_reorgs_total')).toBe(0);
+  });
+
+  it('that two upstreams report is believed; when it comes back down, what it made final is no longer final nor immutable', async () => {
+    const [first, second] = [await fakeUpstream(), await fakeUpstream()];
+    const proxy = await proxyFor([first, second]);
+    for (const upstream of [first, second]) upstream.jumpTip(15);
+    await proxy.tracker.pollOnce();
+    expect(proxy.tracker.tip?.height).toBe(RECORDED.tipHeight + 15);
+    // Under that tip the recent block is six burn blocks deep: final, as far as the proxy can tell.
+    expect(classOf(await fetchRaw(proxy.url + RECENT_BLOCK))).toEqual(['final', IMMUTABLE]);
+
+    for (const upstream of [first, second]) upstream.jumpTip(0);
+    await proxy.tracker.pollOnce();
+    expect(proxy.tracker.tip?.height).toBe(RECORDED.tipHeight);
+    expect(proxy.tracker.view().finalBurnHeight).toBeLessThanOrEqual(RECORDED.tipBurnHeight - 6);
+    const after = await fetchRaw(proxy.url + RECENT_BLOCK);
+    expect(classOf(after)).toEqual(['tip', REVALIDATE]);
+    expect(after.headers.get('x-cache')).not.toBe('HIT');
+  });
+
+  it('what it made final, standing in for failing upstreams once it came back down, is served as tip', async () => {
+    const [first, second] = [await fakeUpstream(), await fakeUpstream()];
+    const proxy = await proxyFor([first, second]);
+    for (const upstream of [first, second]) upstream.jumpTip(15);
+    await proxy.tracker.pollOnce();
+    expect(classOf(await fetchRaw(proxy.url + RECENT_BLOCK))).toEqual(['final', IMMUTABLE]);
+    for (const upstream of [first, second]) upstream.jumpTip(0);
+    await proxy.tracker.pollOnce();
+
+    for (const upstream of [first, second]) upstream.setFailing({ status: 503, body: '{"error":"down"}' }, exactly(RECENT_BLOCK));
+    const stale = await fetchRaw(proxy.url + RECENT_BLOCK);
+    expect([stale.status, stale.headers.get('x-cache')]).toEqual([200, 'STALE']);
+    expect(classOf(stale)).toEqual(['tip', REVALIDATE]);
+  });
+});
+
+describe('a real catch-up of the only upstream', () => {
+  it('is believed once its parent chain links it to the believed tip, a bounded walk per poll; the old tip is served meanwhile', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream]);
+    upstream.advanceTip(40); // more than maxJumpBlocks (10), more than one poll's walk (32 blocks)
+    upstream.resetCounts();
+    await proxy.tracker.pollOnce();
+    expect(proxy.tracker.tip?.height).toBe(RECORDED.tipHeight);
+    expect(upstream.count(/^\/extended\/v2\/blocks\/\d+$/)).toBe(32);
+    expect((await fetchRaw(`${proxy.url}/extended/v2/blocks/latest`)).status).toBe(200); // still serving meanwhile
+    await proxy.tracker.pollOnce();
+    expect(proxy.tracker.tip?.height).toBe(RECORDED.tipHeight + 40);
+    expect(await metricValue(proxy, 'stacks_proxy_reorgs_total')).toBe(0);
+  });
+});
