@@ -7,7 +7,7 @@
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
  *   --quick        1 round of 1 s per variant, a short Zipf mix, no HTTP memory flood
- *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, zipfMix, memoryMillion, scaling)
+ *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -21,11 +21,12 @@ import { HIT_PATH, type Context } from './scenarios/context.js';
 import { coldMiss } from './scenarios/cold-miss.js';
 import { memoryHit } from './scenarios/memory-hit.js';
 import { memoryMillion } from './scenarios/memory-million.js';
+import { passthrough } from './scenarios/passthrough.js';
 import { redisHit } from './scenarios/redis-hit.js';
 import { scaling } from './scenarios/scaling.js';
 import { zipfMix } from './scenarios/zipf-mix.js';
 
-const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, zipfMix, memoryMillion, scaling };
+const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling };
 
 function parseOptions(argv: string[]): { options: BenchOptions; only: string[] } {
   const quick = argv.includes('--quick');
