@@ -1,6 +1,6 @@
 /**
- * `npm run bench` (about 6 minutes) and `npm run bench -- --quick` (under 1 minute): every scenario of
- * issue 10 next to its baseline in the same run, on the same machine. These machines are shared
+ * `npm run bench` (about 7 minutes) and `npm run bench -- --quick` (about 80 s): every scenario of
+ * issues 10 and 14 next to its baseline in the same run, on the same machine. These machines are shared
  * and noisy (absolute figures vary up to 2x between runs, ratios much less), so variants of a
  * scenario alternate round by round and the figures are medians.
  *
