@@ -1,13 +1,13 @@
 /**
- * `npm run bench` (about 6 minutes) and `npm run bench -- --quick` (under 1 minute): every scenario of
- * issue 10 next to its baseline in the same run, on the same machine. These machines are shared
+ * `npm run bench` (about 7 minutes) and `npm run bench -- --quick` (about 80 s): every scenario of
+ * issues 10 and 14 next to its baseline in the same run, on the same machine. These machines are shared
  * and noisy (absolute figures vary up to 2x between runs, ratios much less), so variants of a
  * scenario alternate round by round and the figures are medians.
  *
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
  *   --quick        1 round of 1 s per variant, a short Zipf mix, no HTTP memory flood
- *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, zipfMix, memoryMillion, scaling)
+ *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -21,11 +21,12 @@ import { HIT_PATH, type Context } from './scenarios/context.js';
 import { coldMiss } from './scenarios/cold-miss.js';
 import { memoryHit } from './scenarios/memory-hit.js';
 import { memoryMillion } from './scenarios/memory-million.js';
+import { passthrough } from './scenarios/passthrough.js';
 import { redisHit } from './scenarios/redis-hit.js';
 import { scaling } from './scenarios/scaling.js';
 import { zipfMix } from './scenarios/zipf-mix.js';
 
-const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, zipfMix, memoryMillion, scaling };
+const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling };
 
 function parseOptions(argv: string[]): { options: BenchOptions; only: string[] } {
   const quick = argv.includes('--quick');

@@ -1,8 +1,9 @@
 /**
- * Baseline for a cold miss: a bare node:http server that forwards each request to the upstream
- * with undici (one Pool, as many connections as the proxy's default) and writes the answer's
- * status and bytes, nothing else. What one process hop costs on this machine, so the proxy's
- * own share of a miss's added latency and CPU can be told apart from the hop's.
+ * Baseline for a cold miss and for the passthrough: a bare node:http server that forwards each
+ * request to the upstream with undici (one Pool, as many connections as the proxy's default):
+ * its method, path and body (streamed, framed by the client's Content-Length), and writes the
+ * answer's status and bytes, nothing else. What one process hop costs on this machine, so the
+ * proxy's own share of the added latency and CPU can be told apart from the hop's.
  * UPSTREAM_URL, PORT and HOST.
  */
 import { createServer } from 'node:http';
@@ -15,7 +16,13 @@ createServer((req, res) => {
     res.end('ok');
     return;
   }
-  pool.request({ method: 'GET', path: req.url ?? '/', headers: { accept: 'application/json' } }).then(
+  const length = req.headers['content-length'];
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (length !== undefined) {
+    headers['content-length'] = length;
+    headers['content-type'] = req.headers['content-type'] ?? 'application/octet-stream';
+  }
+  pool.request({ method: req.method ?? 'GET', path: req.url ?? '/', headers, body: length === undefined ? null : req }).then(
     async (answer) => {
       const body = Buffer.from(await answer.body.arrayBuffer());
       res.writeHead(answer.statusCode, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });

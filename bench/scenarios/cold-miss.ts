@@ -14,15 +14,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type autocannon from 'autocannon';
 import { stopChild } from '../../testkit/index.js';
-import { alternate, type Run } from '../lib/load.js';
+import { addedP50, busyShare, cpuRatio, ms, UNSATURATED } from '../lib/compare.js';
+import { alternate } from '../lib/load.js';
 import { startNodeServer, startProxy } from '../lib/proc.js';
 import type { Section } from '../lib/report.js';
 import type { Context } from './context.js';
 
 const LATENCY_MS = 20;
-/** Well under what saturates the proxy, the fake upstream or the load generator here. */
-const FIXED_RATE = 400;
-const FIXED_RATE_CONNECTIONS = 10;
+const { rate: FIXED_RATE, connections: FIXED_RATE_CONNECTIONS } = UNSATURATED;
 /** The upstream pool default before issue 10: smaller than the 50 client connections. */
 const NARROW_POOL = 32;
 
@@ -31,14 +30,6 @@ function distinctTxIds(prefix: string): autocannon.Request[] {
   let n = 0;
   return [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/extended/v1/tx/0x${prefix}${(n++).toString(16).padStart(62, '0')}` }) }];
 }
-
-const addedP50 = (run: Run | undefined, direct: Run | undefined): number => Math.round(((run?.p50Ms ?? 0) - (direct?.p50Ms ?? 0)) * 100) / 100;
-const ratioOf = (run: Run | undefined, base: Run | undefined): string =>
-  run?.cpuMicrosPerRequest && base?.cpuMicrosPerRequest ? `${(run.cpuMicrosPerRequest / base.cpuMicrosPerRequest).toFixed(2)}x` : '?';
-/** How much of one core the server spent (req/s x CPU per request). */
-const busyShare = (run: Run | undefined): string =>
-  run?.cpuMicrosPerRequest ? `${Math.round((run.requestsPerSecond * run.cpuMicrosPerRequest) / 1e4)}%` : '?';
-const ms = (value: number): string => `${value >= 0 ? '+' : ''}${value.toFixed(2)} ms`;
 
 export async function coldMiss({ options, upstream }: Context): Promise<Section> {
   const [proxy, narrow, forwarder] = await Promise.all([
@@ -91,7 +82,7 @@ export async function coldMiss({ options, upstream }: Context): Promise<Section>
           name: `proxy at its defaults, ${atRate}`,
           run: runs.proxyFixed,
           baseline: runs.directFixed,
-          note: `p50 added ${ms(addedFixed)}; CPU ${ratioOf(runs.proxyFixed, runs.forwardFixed)} the forwarder's`,
+          note: `p50 added ${ms(addedFixed)}; CPU ${cpuRatio(runs.proxyFixed, runs.forwardFixed)} the forwarder's`,
         },
       ],
       findings: [
