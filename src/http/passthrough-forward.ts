@@ -12,7 +12,7 @@
  * Failures are counted and logged (telemetry.passthroughFailed) with their kind.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { failureReply } from '../errors.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { abortAt } from '../upstream/abort-at.js';
@@ -64,8 +64,7 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
         method: req.method ?? 'GET',
         path: req.url ?? '/',
         headers: upstreamHeaders,
-        // Not destroyed when undici stops early (an early answer): the client still gets that answer.
-        body: framing.kind === 'none' ? undefined : Readable.from(req.iterator({ destroyOnReturn: false }), { objectMode: false }),
+        body: framing.kind === 'none' ? undefined : bodyOf(req),
         signal: deadline.signal,
       })
       .then((answer) => {
@@ -94,4 +93,15 @@ function definedHeaders(headers: Record<string, string | string[] | undefined>):
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value;
   return out;
+}
+
+/**
+ * The client's body as a stream undici may destroy when it stops early (an early answer) without
+ * destroying the client's request, whose connection still carries that answer. A pipe, not an
+ * async iterator: a body costs a chunk copy, not a promise per chunk.
+ */
+function bodyOf(req: IncomingMessage): PassThrough {
+  const body = new PassThrough();
+  req.pipe(body);
+  return body;
 }
