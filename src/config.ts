@@ -183,7 +183,7 @@ export const ConfigSchema = z
           .int()
           .min(16)
           .nullable()
-          .describe("V8's old space limit in MiB (node --max-old-space-size); null derives it from the memory tier: 64 + 2 x the tier's MiB"),
+          .describe("V8's old space limit in MiB (node --max-old-space-size); null derives it from the memory tier: 128 + 2 x the tier's MiB"),
       })
       .strict(),
     finality: z.object({ burnConfirmations: nonNegativeInt.describe('Burn blocks on top before data is final') }).strict(),

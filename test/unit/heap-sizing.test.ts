@@ -5,15 +5,15 @@ import { derivedMaxOldSpaceMiB, heapFlagsToAdd, heapSizingFor, nodeFlags, SEMI_S
 const MiB = 2 ** 20;
 
 describe('heap sizing', () => {
-  it('gives the old space 64 MiB plus twice the tier, rounded up to a whole MiB', () => {
-    expect(derivedMaxOldSpaceMiB(16 * MiB)).toBe(96);
-    expect(derivedMaxOldSpaceMiB(128 * MiB)).toBe(320);
-    expect(derivedMaxOldSpaceMiB(32 * MiB)).toBe(128);
-    expect(derivedMaxOldSpaceMiB(1)).toBe(65);
+  it('gives the old space 128 MiB plus twice the tier, rounded up to a whole MiB', () => {
+    expect(derivedMaxOldSpaceMiB(16 * MiB)).toBe(160);
+    expect(derivedMaxOldSpaceMiB(128 * MiB)).toBe(384);
+    expect(derivedMaxOldSpaceMiB(32 * MiB)).toBe(192);
+    expect(derivedMaxOldSpaceMiB(1)).toBe(129);
   });
 
   it('takes heap.maxOldSpaceMiB over the derived size, and a small young generation either way', () => {
-    expect(heapSizingFor(16 * MiB, null)).toEqual({ maxOldSpaceMiB: 96, maxSemiSpaceMiB: SEMI_SPACE_MIB });
+    expect(heapSizingFor(16 * MiB, null)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: SEMI_SPACE_MIB });
     expect(heapSizingFor(16 * MiB, 200)).toEqual({ maxOldSpaceMiB: 200, maxSemiSpaceMiB: SEMI_SPACE_MIB });
   });
 
