@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { projectRoot } from '../src/paths.js';
 import { RECORDED, freePort, isAnswering, startFakeUpstream, stopChild, waitFor } from '../testkit/index.js';
+import { cpuSeconds } from './lib/proc.js';
 
 const SECONDS = Number(process.env.FLOOD_SECONDS ?? 60);
 /** Stop early once this many distinct requests were sent. */
@@ -136,6 +137,8 @@ async function main(): Promise<void> {
 
     let sent = 0;
     let failed = 0;
+    // The proxy's CPU per request: steadier than req/s on a shared machine.
+    const cpuBefore = cpuSeconds(pid);
     const started = Date.now();
     const deadline = started + SECONDS * 1_000;
     const workers = Array.from({ length: CONNECTIONS }, async () => {
@@ -171,6 +174,7 @@ async function main(): Promise<void> {
     await Promise.all([...workers, sampler]);
 
     const floodSeconds = (Date.now() - started) / 1_000;
+    const cpuMicrosPerRequest = Math.round(((cpuSeconds(pid) - cpuBefore) / sent) * 1e6);
     // The kernel's high-water mark catches a peak between two samples.
     const peak = Math.max(...samples.map((s) => s.rssMiB), statusBytes(pid, 'VmHWM') / MiB);
     const growth = peak - baseline / MiB;
@@ -184,6 +188,7 @@ async function main(): Promise<void> {
       seconds: SECONDS,
       floodSeconds: Math.round(floodSeconds * 10) / 10,
       requestsPerSecond: Math.round(sent / floodSeconds),
+      cpuMicrosPerRequest,
       connections: CONNECTIONS,
       maxBytesMiB: MAX_BYTES / MiB,
       requests: sent,
@@ -203,7 +208,7 @@ async function main(): Promise<void> {
     const line =
       `${summary.maxBytesMiB} MiB tier: +${summary.growthMiB} MiB RSS after ${sent.toLocaleString('en-US')} misses, limit +${limitMiB} MiB ` +
       `(${summary.withinLimit ? 'within' : 'OVER'}); RSS ${summary.idleRssMiB} MiB idle, peak ${summary.peakRssMiB} MiB, ` +
-      `${summary.growthPerMaxBytes}x the tier; ${summary.requestsPerSecond} req/s over ${summary.floodSeconds} s, ${failed} 5xx; ` +
+      `${summary.growthPerMaxBytes}x the tier; ${summary.requestsPerSecond} req/s over ${summary.floodSeconds} s, proxy CPU ${cpuMicrosPerRequest} µs/request, ${failed} 5xx; ` +
       `tier's own count peaked at ${summary.peakTierMiB} MiB; node ${process.version}, proxy: ${summary.proxyCommandLine}${nodeOptions}`;
     process.stdout.write(`${line}\n`);
     const dir = join(ROOT, 'bench', 'results');
