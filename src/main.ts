@@ -7,7 +7,7 @@ import { getHeapStatistics } from 'node:v8';
 import { ConfigError, loadConfig, memoryTierBytes, redactedConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { startProxy } from './composition-root.js';
-import { heapFlagsToAdd, heapSizingFor, nodeFlags } from './runtime/heap-sizing.js';
+import { heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags } from './runtime/heap-sizing.js';
 
 const MiB = 2 ** 20;
 
@@ -30,7 +30,7 @@ function relaunchWithHeapFlags(config: Config): string | undefined {
 
 function logHeap(logger: Logger, notRelaunched: string | undefined): void {
   const limitMiB = Math.round(getHeapStatistics().heap_size_limit / MiB);
-  const heapFlags = nodeFlags(process.execArgv, process.env.NODE_OPTIONS).filter((flag) => /^--max[-_](old|semi)[-_]space[-_]size/.test(flag));
+  const heapFlags = heapFlagsIn(nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
   if (notRelaunched) logger.warn({ heapLimitMiB: limitMiB, reason: notRelaunched }, "heap not sized from the memory tier: V8's defaults apply");
   else logger.info({ heapLimitMiB: limitMiB, flags: heapFlags }, 'heap');
 }

@@ -42,12 +42,17 @@ export function heapSizingFor(tierBytes: number, maxOldSpaceMiB: number | null):
 const OLD_SPACE_FLAG = '--max-old-space-size';
 const SEMI_SPACE_FLAG = '--max-semi-space-size';
 
-/** Whether node was given `flag` (V8 also accepts underscores, and a value after "=" or a space). */
-function given(flag: string, nodeFlags: readonly string[]): boolean {
-  return nodeFlags.some((token) => {
-    const name = token.replace(/_/g, '-').split('=')[0];
-    return name === flag || name?.startsWith(`${flag}-`) === true; // --max-old-space-size-percentage too
-  });
+/** Whether `token` is `flag` (V8 also accepts underscores, and a value after "=" or a space). */
+function isFlag(flag: string, token: string): boolean {
+  const name = token.replace(/_/g, '-').split('=')[0] ?? '';
+  return name === flag || name.startsWith(`${flag}-`); // --max-old-space-size-percentage too
+}
+
+const given = (flag: string, nodeFlags: readonly string[]): boolean => nodeFlags.some((token) => isFlag(flag, token));
+
+/** The heap flags among node's flags: what the process runs with, for its start-up log. */
+export function heapFlagsIn(nodeFlags: readonly string[]): string[] {
+  return nodeFlags.filter((token) => isFlag(OLD_SPACE_FLAG, token) || isFlag(SEMI_SPACE_FLAG, token));
 }
 
 /**

@@ -1,6 +1,6 @@
 /** V8's heap limits derived from the memory tier (issue 14), and which flags main.ts adds. */
 import { describe, expect, it } from 'vitest';
-import { derivedMaxOldSpaceMiB, heapFlagsToAdd, heapSizingFor, nodeFlags, SEMI_SPACE_MIB } from '../../src/runtime/heap-sizing.js';
+import { derivedMaxOldSpaceMiB, heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags, SEMI_SPACE_MIB } from '../../src/runtime/heap-sizing.js';
 
 const MiB = 2 ** 20;
 
@@ -28,6 +28,14 @@ describe('heap sizing', () => {
     expect(heapFlagsToAdd(sizing, nodeFlags([], '  --max_old_space_size=512 '))).toEqual(['--max-semi-space-size=2']);
     expect(heapFlagsToAdd(sizing, nodeFlags([], '--max-old-space-size-percentage=50'))).toEqual(['--max-semi-space-size=2']);
     expect(heapFlagsToAdd(sizing, nodeFlags(['--max-semi-space-size=8'], '--max-old-space-size 512'))).toEqual([]);
+  });
+
+  it('finds the heap flags among the others, for the start-up log', () => {
+    expect(heapFlagsIn(nodeFlags(['--enable-source-maps', '--max-old-space-size=160'], '--max_semi_space_size=2 --trace-warnings'))).toEqual([
+      '--max-old-space-size=160',
+      '--max_semi_space_size=2',
+    ]);
+    expect(heapFlagsIn(nodeFlags(['--max-old-space'], undefined))).toEqual([]);
   });
 
   it('adds nothing once the process runs with the flags it added (no second relaunch)', () => {
