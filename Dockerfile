@@ -31,5 +31,7 @@ EXPOSE 8080 9091
 # Slim images have no curl: ask /health with Node's own fetch.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
-# Node is PID 1 and handles SIGTERM itself (graceful close in src/main.ts).
+# Node is PID 1 and handles SIGTERM itself (graceful close in src/main.ts). At start-up main.ts
+# re-executes node in place (execve: still PID 1) with heap limits sized from the memory tier
+# (heap.maxOldSpaceMiB); a --max-old-space-size in NODE_OPTIONS wins. Memory: README "Deployment".
 CMD ["node", "dist/src/main.js"]

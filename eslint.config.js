@@ -59,6 +59,7 @@ const PURE = [
   'src/limits/client-identity.ts',
   'src/limits/api-keys.ts',
   'src/limits/budget.ts',
+  'src/runtime/heap-sizing.ts',
 ];
 const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
 

@@ -4,7 +4,7 @@
  * HTTP server (http/server-lifecycle.ts), and stops everything in order. It builds; it does not serve.
  */
 import type { Server } from 'node:http';
-import type { Config } from './config.js';
+import { memoryTierBytes, type Config } from './config.js';
 import type { Logger } from './logger.js';
 import { createTelemetry, type ProxyTelemetry } from './telemetry/prometheus-telemetry.js';
 import type { Telemetry } from './telemetry/telemetry.js';
@@ -68,7 +68,7 @@ export interface StartOptions {
 
 function createStores(config: Config, telemetry: Telemetry, ttl: TtlSettings, clock: Clock) {
   const memory = new MemoryStore({
-    maxBytes: config.redis.url ? config.cache.memory.maxBytesWithRedis : config.cache.memory.maxBytes,
+    maxBytes: memoryTierBytes(config),
     maxEntryBytes: config.cache.memory.maxEntryBytes,
     now: clock,
     telemetry,

@@ -185,6 +185,17 @@ export const ConfigSchema = z
           .strict(),
       })
       .strict(),
+    // Issue 14: V8's limits, set when the process starts (src/runtime/heap-sizing.ts).
+    heap: z
+      .object({
+        maxOldSpaceMiB: z
+          .number()
+          .int()
+          .min(16)
+          .nullable()
+          .describe("V8's old space limit in MiB (node --max-old-space-size); null derives it from the memory tier: 128 + 2 x the tier's MiB"),
+      })
+      .strict(),
     finality: z.object({ burnConfirmations: nonNegativeInt.describe('Burn blocks on top before data is final') }).strict(),
     chainTip: z
       .object({
@@ -232,6 +243,10 @@ export const ConfigSchema = z
   .strict();
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** The memory tier's size: smaller in front of Redis, which holds the rest. */
+export const memoryTierBytes = (config: Config): number =>
+  config.redis.url ? config.cache.memory.maxBytesWithRedis : config.cache.memory.maxBytes;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

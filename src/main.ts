@@ -1,11 +1,39 @@
 /**
  * The entry point (`npm start`, the Docker image's command): the only place that reads
- * process.env. Loads the config, starts the proxy (composition-root.ts) and stops it on
- * SIGTERM/SIGINT.
+ * process.env. Loads the config, sizes V8's heap from it, starts the proxy
+ * (composition-root.ts) and stops it on SIGTERM/SIGINT.
  */
-import { ConfigError, loadConfig, redactedConfig } from './config.js';
-import { createLogger } from './logger.js';
+import { getHeapStatistics } from 'node:v8';
+import { ConfigError, loadConfig, memoryTierBytes, redactedConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './logger.js';
 import { startProxy } from './composition-root.js';
+import { heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags } from './runtime/heap-sizing.js';
+
+const MiB = 2 ** 20;
+
+/**
+ * Heap limits can only be set when node starts, so a process started without them replaces
+ * itself (execve: same pid, so PID 1 in a container stays PID 1 and gets the signals) with
+ * node run again on the same script, with the flags added. The new process finds them in its
+ * own execArgv and goes on. Returns why it could not, if it could not.
+ */
+function relaunchWithHeapFlags(config: Config): string | undefined {
+  const flags = heapFlagsToAdd(heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB), nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
+  if (flags.length === 0) return undefined;
+  if (typeof process.execve !== 'function') return 'process.execve is not available on this platform';
+  try {
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...flags, ...process.argv.slice(1)], process.env);
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+function logHeap(logger: Logger, notRelaunched: string | undefined): void {
+  const limitMiB = Math.round(getHeapStatistics().heap_size_limit / MiB);
+  const heapFlags = heapFlagsIn(nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
+  if (notRelaunched) logger.warn({ heapLimitMiB: limitMiB, reason: notRelaunched }, "heap not sized from the memory tier: V8's defaults apply");
+  else logger.info({ heapLimitMiB: limitMiB, flags: heapFlags }, 'heap');
+}
 
 async function main(): Promise<void> {
   let config;
@@ -18,8 +46,10 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  const notRelaunched = relaunchWithHeapFlags(config);
   const logger = createLogger(config.logLevel);
   logger.info({ config: redactedConfig(config) }, 'starting');
+  logHeap(logger, notRelaunched);
   const proxy = await startProxy(config, { logger });
   logger.info({ url: proxy.url, adminUrl: proxy.adminUrl, cache: config.redis.url ? 'memory+redis' : 'memory' }, 'listening');
 

@@ -1,15 +1,18 @@
 /**
  * Scenario 5: distinct cached URLs through the memory tier. Two measurements:
  * - one million entries put into a MemoryStore in a child process (bench/memory-fill.ts), with a
- *   256 MiB bound, once with Node's default heap sizing and once with the heap sized for the
- *   bound: RSS and the tier's own byte count against cache.memory.maxBytes;
+ *   256 MiB bound, once with Node's default heap sizing and once with the heap main.ts gives a
+ *   proxy with that tier (src/runtime/heap-sizing.ts): RSS and the tier's own byte count against
+ *   cache.memory.maxBytes;
  * - through HTTP, up to 1,000,000 distinct URLs or the time budget, whichever comes first: the
- *   memory flood (bench/memory-flood.ts) run as a child, its summary read back.
+ *   memory flood (bench/memory-flood.ts) run as a child, its summary read back: RSS growth of a
+ *   proxy started as `npm start` starts it, against issue 14's limit (the tier + 48 MiB).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { exited } from '../../testkit/index.js';
+import { heapFlagsToAdd, heapSizingFor } from '../../src/runtime/heap-sizing.js';
 import { ROOT, runJsonChild } from '../lib/proc.js';
 import type { Section } from '../lib/report.js';
 import type { Context } from './context.js';
@@ -23,6 +26,11 @@ interface FloodSummary {
   maxBytesMiB: number;
   idleRssMiB: number;
   peakRssMiB: number;
+  growthMiB: number;
+  growthLimitMiB: number;
+  withinLimit: boolean;
+  requestsPerSecond: number;
+  proxyCommandLine: string;
   growthPerMaxBytes: number;
   peakTierMiB: number;
   samples: Array<{ tierEntries: number }>;
@@ -41,8 +49,8 @@ interface FillSummary {
 }
 
 const FILL_BOUND_MIB = 256;
-/** The heap sized for the bound: old space twice the tier, a small young generation. */
-const SIZED_FLAGS = [`--max-old-space-size=${2 * FILL_BOUND_MIB}`, '--max-semi-space-size=4'];
+/** The heap a proxy with this tier runs with (main.ts): old space 64 MiB + twice the tier, a small young generation. */
+const SIZED_FLAGS = heapFlagsToAdd(heapSizingFor(FILL_BOUND_MIB * 2 ** 20, null), []);
 
 function fill(entries: number, flags: string[]): Promise<FillSummary> {
   return runJsonChild<FillSummary>('bench/memory-fill.js', { flags: ['--expose-gc', ...flags], env: { ENTRIES: String(entries), MAX_BYTES: String(FILL_BOUND_MIB * 2 ** 20) } });
@@ -73,12 +81,12 @@ function floodReport(flood: FloodSummary, seconds: number): Pick<Section, 'rows'
       {
         scenario: '5 memory',
         name: `distinct small answers, memory tier bound ${flood.maxBytesMiB} MiB`,
-        note: `${reached}; RSS ${flood.idleRssMiB} -> ${flood.peakRssMiB} MiB (growth ${flood.growthPerMaxBytes}x bound); tier counted ${flood.peakTierMiB} MiB, ${entries.toLocaleString('en-US')} entries`,
+        note: `${reached}; RSS ${flood.idleRssMiB} -> ${flood.peakRssMiB} MiB: +${flood.growthMiB} MiB, limit +${flood.growthLimitMiB} MiB (${flood.withinLimit ? 'within' : 'OVER'}); tier counted ${flood.peakTierMiB} MiB, ${entries.toLocaleString('en-US')} entries; ${flood.requestsPerSecond} req/s; proxy ${flood.proxyCommandLine}`,
       },
     ],
     findings: [
       `Memory: ${reached} distinct URLs sent (${flood.serverErrors} 5xx); the tier's own count peaked at ${flood.peakTierMiB} MiB of a ${flood.maxBytesMiB} MiB bound, ` +
-        `RSS grew ${flood.idleRssMiB} -> ${flood.peakRssMiB} MiB, ${flood.growthPerMaxBytes}x the bound. Every URL is a miss through the fake upstream, so the fill rate, not the tier, limits how many fit in the budget.`,
+        `RSS grew ${flood.idleRssMiB} -> ${flood.peakRssMiB} MiB (+${flood.growthMiB} MiB, issue 14's limit +${flood.growthLimitMiB} MiB: ${flood.withinLimit ? 'within' : 'OVER'}) with the heap main.ts sizes from the tier. Every URL is a miss through the fake upstream, so the fill rate, not the tier, limits how many fit in the budget.`,
     ],
   };
 }

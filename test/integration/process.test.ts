@@ -3,7 +3,7 @@
  * runs) configured by environment variables, and a bad setting stopping start-up.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -104,6 +104,64 @@ describe('the proxy process', () => {
     child.kill('SIGTERM');
     await closed;
     expect(await exited).toBe(0);
+  });
+
+  describe("V8's heap, sized from the memory tier at start-up (issue 14)", () => {
+    interface HeapLine {
+      heapLimitMiB: number;
+      flags: string[];
+    }
+    /** Starts the proxy with `config` merged over the defaults; its "heap" log line, command line and URL. */
+    async function startWith(config: object, env: Record<string, string> = {}) {
+      const dir = mkdtempSync(join(tmpdir(), 'scp-heap-'));
+      const file = join(dir, 'config.json');
+      writeFileSync(file, JSON.stringify(config));
+      const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info', CONFIG_FILE: file, ...env });
+      const listening = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string };
+      rmSync(dir, { recursive: true });
+      const heapLine = output(child)
+        .split('\n')
+        .find((line) => line.includes('"msg":"heap"'));
+      expect(heapLine, 'a "heap" line at start-up').toBeDefined();
+      // The process the operator started (its pid, PID 1 in a container) is the one running with the flags.
+      const commandLine = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+      return { child, url: listening.url, heap: JSON.parse(heapLine ?? '{}') as HeapLine, commandLine };
+    }
+
+    async function stopsWithExitZero(child: ChildProcess): Promise<void> {
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+
+    it('runs a 16 MiB tier with a 160 MiB old space and a 2 MiB semi-space, serves, and stops on SIGTERM with exit 0', async () => {
+      const { child, url, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } } });
+      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=2']);
+      expect(commandLine).toContain('--max-old-space-size=160');
+      expect(commandLine).toContain('--max-semi-space-size=2');
+      // V8's own limit: the old space plus a young generation of a few semi-spaces, not the GiBs it picks by itself.
+      expect(heap.heapLimitMiB).toBeGreaterThanOrEqual(160);
+      expect(heap.heapLimitMiB).toBeLessThanOrEqual(160 + 4 * 2);
+      expect((await fetchRaw(`${url}/extended/v2/blocks/1`)).status).toBe(200);
+      await stopsWithExitZero(child);
+    });
+
+    it('takes heap.maxOldSpaceMiB over the derived size', async () => {
+      const { child, heap } = await startWith({ heap: { maxOldSpaceMiB: 150 } });
+      expect(heap.flags).toEqual(['--max-old-space-size=150', '--max-semi-space-size=2']);
+      expect(heap.heapLimitMiB).toBeGreaterThanOrEqual(150);
+      expect(heap.heapLimitMiB).toBeLessThanOrEqual(150 + 4 * 2);
+      await stopsWithExitZero(child);
+    });
+
+    it("leaves the operator's own heap flag in NODE_OPTIONS alone and adds only the other", async () => {
+      const { child, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } } }, { NODE_OPTIONS: '--max-old-space-size=200' });
+      expect(heap.flags).toEqual(['--max-semi-space-size=2', '--max-old-space-size=200']);
+      expect(commandLine).not.toContain('--max-old-space-size=160');
+      expect(heap.heapLimitMiB).toBeGreaterThanOrEqual(200);
+      expect(heap.heapLimitMiB).toBeLessThanOrEqual(200 + 4 * 2);
+      await stopsWithExitZero(child);
+    });
   });
 
   it('refuses a bad setting with a message naming it, exit code 2', async () => {

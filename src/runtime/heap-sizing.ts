@@ -1,0 +1,72 @@
+/**
+ * V8's heap limits for a given memory tier (issue 14). Left to itself, V8 sizes the heap from
+ * the machine (old space up to about 4 GiB, a young generation of up to 3 x 64 MiB) and, under
+ * a flood of distinct misses, lets both grow far past what is live: a 16 MiB tier grew RSS by
+ * about 260 MiB. Operators size containers from cache.memory.maxBytes, so the heap is sized from
+ * it too. Limits can only be set when the process starts: main.ts re-executes itself once with
+ * these flags (src/runtime/heap-relaunch.ts).
+ */
+
+const MiB = 2 ** 20;
+
+/**
+ * Old space for everything but the tier: the idle heap (about 30 MiB) and the requests in
+ * flight, each upstream answer parsed to be judged (about 1.2x its size in heap: eight 10 MiB
+ * answers at once). Under a flood of small misses V8 grows the heap no further with 128 than
+ * with 64 (for a 16 MiB tier, medians of +50 MiB RSS with 160 and +52 MiB with 96), so the room costs nothing there.
+ */
+export const HEAP_BASE_MIB = 128;
+/** Old space per MiB of tier: an entry's counted bytes plus the garbage of the entries it evicts. */
+export const HEAP_PER_TIER_MIB = 2;
+/**
+ * One semi-space of the young generation (V8 keeps three): per-request garbage dies there, and
+ * a small one costs a few more scavenges, not the 192 MiB V8 grows it to under load.
+ */
+export const SEMI_SPACE_MIB = 2;
+
+export interface HeapSizing {
+  maxOldSpaceMiB: number;
+  maxSemiSpaceMiB: number;
+}
+
+/** The default of heap.maxOldSpaceMiB: 128 MiB plus twice the tier. */
+export function derivedMaxOldSpaceMiB(tierBytes: number): number {
+  return HEAP_BASE_MIB + Math.ceil((HEAP_PER_TIER_MIB * tierBytes) / MiB);
+}
+
+/** The heap for a tier of `tierBytes`; `maxOldSpaceMiB` (heap.maxOldSpaceMiB) overrides the derived old space. */
+export function heapSizingFor(tierBytes: number, maxOldSpaceMiB: number | null): HeapSizing {
+  return { maxOldSpaceMiB: maxOldSpaceMiB ?? derivedMaxOldSpaceMiB(tierBytes), maxSemiSpaceMiB: SEMI_SPACE_MIB };
+}
+
+const OLD_SPACE_FLAG = '--max-old-space-size';
+const SEMI_SPACE_FLAG = '--max-semi-space-size';
+
+/** Whether `token` is `flag` (V8 also accepts underscores, and a value after "=" or a space). */
+function isFlag(flag: string, token: string): boolean {
+  const name = token.replace(/_/g, '-').split('=')[0] ?? '';
+  return name === flag || name.startsWith(`${flag}-`); // --max-old-space-size-percentage too
+}
+
+const given = (flag: string, nodeFlags: readonly string[]): boolean => nodeFlags.some((token) => isFlag(flag, token));
+
+/** The heap flags among node's flags: what the process runs with, for its start-up log. */
+export function heapFlagsIn(nodeFlags: readonly string[]): string[] {
+  return nodeFlags.filter((token) => isFlag(OLD_SPACE_FLAG, token) || isFlag(SEMI_SPACE_FLAG, token));
+}
+
+/**
+ * The flags to add to node's command line for `sizing`: only those the operator did not pass
+ * (on the command line or in NODE_OPTIONS), since an operator's own heap flags win.
+ */
+export function heapFlagsToAdd(sizing: HeapSizing, nodeFlags: readonly string[]): string[] {
+  const flags: string[] = [];
+  if (!given(OLD_SPACE_FLAG, nodeFlags)) flags.push(`${OLD_SPACE_FLAG}=${sizing.maxOldSpaceMiB}`);
+  if (!given(SEMI_SPACE_FLAG, nodeFlags)) flags.push(`${SEMI_SPACE_FLAG}=${sizing.maxSemiSpaceMiB}`);
+  return flags;
+}
+
+/** Node's flags as given: the command line's, then NODE_OPTIONS' (split on whitespace). */
+export function nodeFlags(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
+  return [...execArgv, ...(nodeOptions ?? '').split(/\s+/).filter((token) => token !== '')];
+}

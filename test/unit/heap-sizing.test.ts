@@ -1,0 +1,46 @@
+/** V8's heap limits derived from the memory tier (issue 14), and which flags main.ts adds. */
+import { describe, expect, it } from 'vitest';
+import { derivedMaxOldSpaceMiB, heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags, SEMI_SPACE_MIB } from '../../src/runtime/heap-sizing.js';
+
+const MiB = 2 ** 20;
+
+describe('heap sizing', () => {
+  it('gives the old space 128 MiB plus twice the tier, rounded up to a whole MiB', () => {
+    expect(derivedMaxOldSpaceMiB(16 * MiB)).toBe(160);
+    expect(derivedMaxOldSpaceMiB(128 * MiB)).toBe(384);
+    expect(derivedMaxOldSpaceMiB(32 * MiB)).toBe(192);
+    expect(derivedMaxOldSpaceMiB(1)).toBe(129);
+  });
+
+  it('takes heap.maxOldSpaceMiB over the derived size, and a small young generation either way', () => {
+    expect(heapSizingFor(16 * MiB, null)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: SEMI_SPACE_MIB });
+    expect(heapSizingFor(16 * MiB, 200)).toEqual({ maxOldSpaceMiB: 200, maxSemiSpaceMiB: SEMI_SPACE_MIB });
+  });
+
+  it('adds both flags when node was given neither', () => {
+    expect(heapFlagsToAdd({ maxOldSpaceMiB: 96, maxSemiSpaceMiB: 2 }, nodeFlags([], undefined))).toEqual(['--max-old-space-size=96', '--max-semi-space-size=2']);
+    expect(heapFlagsToAdd({ maxOldSpaceMiB: 96, maxSemiSpaceMiB: 2 }, nodeFlags(['--enable-source-maps'], '--trace-warnings'))).toHaveLength(2);
+  });
+
+  it("leaves the operator's own flags alone, however they are spelled and wherever they were given", () => {
+    const sizing = { maxOldSpaceMiB: 96, maxSemiSpaceMiB: 2 };
+    expect(heapFlagsToAdd(sizing, nodeFlags(['--max-old-space-size=512'], undefined))).toEqual(['--max-semi-space-size=2']);
+    expect(heapFlagsToAdd(sizing, nodeFlags([], '  --max_old_space_size=512 '))).toEqual(['--max-semi-space-size=2']);
+    expect(heapFlagsToAdd(sizing, nodeFlags([], '--max-old-space-size-percentage=50'))).toEqual(['--max-semi-space-size=2']);
+    expect(heapFlagsToAdd(sizing, nodeFlags(['--max-semi-space-size=8'], '--max-old-space-size 512'))).toEqual([]);
+  });
+
+  it('finds the heap flags among the others, for the start-up log', () => {
+    expect(heapFlagsIn(nodeFlags(['--enable-source-maps', '--max-old-space-size=160'], '--max_semi_space_size=2 --trace-warnings'))).toEqual([
+      '--max-old-space-size=160',
+      '--max_semi_space_size=2',
+    ]);
+    expect(heapFlagsIn(nodeFlags(['--max-old-space'], undefined))).toEqual([]);
+  });
+
+  it('adds nothing once the process runs with the flags it added (no second relaunch)', () => {
+    const sizing = heapSizingFor(16 * MiB, null);
+    const added = heapFlagsToAdd(sizing, nodeFlags([], undefined));
+    expect(heapFlagsToAdd(sizing, nodeFlags(added, undefined))).toEqual([]);
+  });
+});
