@@ -6,6 +6,7 @@
  */
 import type { BlockRef, ChainView, ReorgRecord } from '../chain/view.js';
 import type { FreshnessRules, RequestFacts } from '../routes/route-spec.js';
+import { parseBoundedJson } from '../upstream/bounded-json.js';
 import { judgePosition } from './chain-position.js';
 import type { CacheEntry, FreshnessClass } from './entry.js';
 
@@ -75,14 +76,8 @@ interface MinedFields {
 const asObject = (value: unknown): Record<string, unknown> | undefined =>
   value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 
-/** The body as JSON, or undefined when it does not parse. */
-export function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
-}
+/** The body as JSON, or undefined when it does not parse or would cost the heap too much (upstream/bounded-json.ts). */
+export const parseJson: (body: Buffer) => unknown = parseBoundedJson;
 
 const isPending = (tx: MinedFields): boolean =>
   tx.tx_status === 'pending' || (typeof tx.tx_status === 'string' && tx.tx_status.startsWith('dropped')) || tx.block_height === undefined;

@@ -13,6 +13,7 @@
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
+import { parseBoundedJson } from '../upstream/bounded-json.js';
 import { canonicalBlockOf, CanonicalRecord } from './canonical-record.js';
 import { FinalityWatermark, type BurnBlockAnswer } from './finality.js';
 import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
@@ -57,12 +58,9 @@ const CHECKS_IN_FLIGHT = 64;
 /** A block hash as the upstream's block route takes it: nothing else (and no height but a whole number) goes into a check's path. */
 const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
 
+/** Tip polls and checks are upstream answers too: parsed within the heap budget (bounded-json.ts). */
 function parseJson<T>(body: Buffer): T | undefined {
-  try {
-    return JSON.parse(body.toString('utf8')) as T;
-  } catch {
-    return undefined;
-  }
+  return parseBoundedJson(body) as T | undefined;
 }
 
 export class ChainTipTracker {

@@ -10,9 +10,9 @@
 const MiB = 2 ** 20;
 
 /**
- * Old space for everything but the tier: the idle heap (about 30 MiB) and the requests in
- * flight, each upstream answer parsed to be judged (about 1.2x its size in heap: eight 10 MiB
- * answers at once). Under a flood of small misses V8 grows the heap no further with 128 than
+ * Old space for everything but the tier: the idle heap (about 30 MiB), the requests in flight
+ * (their bodies are Buffers, outside this space) and the one parse of an upstream answer under
+ * way at a time, which upstream/bounded-json.ts keeps within PARSE_HEAP_BUDGET (48 MiB). Under a flood of small misses V8 grows the heap no further with 128 than
  * with 64 (for a 16 MiB tier, medians of +50 MiB RSS with 160 and +52 MiB with 96), so the room costs nothing there.
  */
 export const HEAP_BASE_MIB = 128;

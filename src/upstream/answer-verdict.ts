@@ -4,6 +4,7 @@
  * upstream. Only failures count against the upstream's health (breaker, /ready); a handler's
  * refusal is the request's own answer and says nothing about the upstream.
  */
+import { parseBoundedJson } from './bounded-json.js';
 import { UpstreamError, type UpstreamErrorKind } from './errors.js';
 
 export type AnswerVerdict =
@@ -35,13 +36,8 @@ const GATEWAY_STATUSES = new Set([502, 503, 504]);
  */
 export function isUpstreamErrorBody(headers: Record<string, string>, body: Buffer): boolean {
   if (!(headers['content-type'] ?? '').includes('json')) return false;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch {
-    return false;
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
+  const parsed = parseBoundedJson(body);
+  if (parsed === undefined || parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
   const { error, message } = parsed as { error?: unknown; message?: unknown };
   return typeof error === 'string' || typeof message === 'string';
 }

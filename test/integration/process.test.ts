@@ -146,6 +146,20 @@ describe('the proxy process', () => {
       await stopsWithExitZero(child);
     });
 
+    it('survives upstream answers whose parse would take more heap than a 16 MiB tier leaves (a 502, never an out-of-memory stop)', async () => {
+      const { child, url } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } } });
+      // 9.9 MiB of empty objects (under upstream.maxBodyBytes): JSON.parse would take over 200 MiB
+      // of heap, more than this process's 160 MiB old space (it stopped the process with SIGABRT).
+      const costly = `[${'{},'.repeat(Math.floor((9.9 * 2 ** 20) / 3))}{}]`;
+      const ids = ['aa', 'bb', 'cc'].map((byte) => `0x${byte.repeat(32)}`);
+      upstream.setFailing({ status: 200, body: costly }, /\/extended\/v1\/tx\/0x/);
+      const statuses = await Promise.all(ids.map(async (id) => (await fetchRaw(`${url}/extended/v1/tx/${id}`)).status)).finally(() => upstream.setFailing(null));
+      expect(statuses).toEqual([502, 502, 502]);
+      expect(child.exitCode).toBeNull();
+      expect((await fetchRaw(`${url}/health`)).status).toBe(200);
+      await stopsWithExitZero(child);
+    });
+
     it('takes heap.maxOldSpaceMiB over the derived size', async () => {
       const { child, heap } = await startWith({ heap: { maxOldSpaceMiB: 150 } });
       expect(heap.flags).toEqual(['--max-old-space-size=150', '--max-semi-space-size=2']);
