@@ -12,7 +12,7 @@
  * Failures are counted and logged (telemetry.passthroughFailed) with their kind.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { failureReply } from '../errors.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { abortAt } from '../upstream/abort-at.js';
@@ -42,7 +42,16 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
     if (framing.kind === 'none') req.resume();
     const upstreamHeaders = framing.kind === 'length' ? { ...headers, 'content-length': framing.length } : headers;
     const deadline = abortAt(options.answerDeadlineMs);
-    res.once('close', () => deadline.abort(new ClientGone('the client connection closed')));
+    let answerBody: Readable | undefined;
+    // 'close' follows every answer, sent or not. Once res.end() was called (the answer's body
+    // ended, or an error was written) there is nothing left to stop; an Error built here
+    // anyway (its stack captured, the abort run through undici) was the passthrough's largest
+    // cost of its own per request.
+    res.once('close', () => {
+      if (res.writableEnded) return;
+      deadline.abort(new ClientGone('the client connection closed'));
+      answerBody?.destroy();
+    });
     const started = process.hrtime.bigint();
 
     const fail = (error: UpstreamError): void => {
@@ -83,7 +92,7 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
         // Not pipeline(): a body that fails must be counted before the client connection is cut.
         answer.body.once('error', (error) => fail(classifyTransportError(deadline.signal.reason ?? error, origin)));
         answer.body.once('end', deadline.cancel);
-        res.once('close', () => answer.body.destroy());
+        answerBody = answer.body;
         answer.body.pipe(res);
       }, fail);
   };

@@ -6,7 +6,7 @@
  * is cut off in bounded time.
  */
 import { describe, expect, it } from 'vitest';
-import { startFramingUpstream, type FramingUpstream } from '../../testkit/index.js';
+import { startFramingUpstream, waitFor, type FramingUpstream } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { exchangeRaw, openSocket, parseResponses, readUntilClosed } from '../support/raw-socket.js';
@@ -139,5 +139,28 @@ describe('passthrough answers the client did not ask for', () => {
     expect(stream).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     expect(stream.slice(stream.indexOf('\r\n\r\n') + 4).length).toBeLessThan(declared);
     expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total', { kind: 'timeout' })).toBe(1);
+  });
+
+  it('closes the upstream connection of an answer whose client went away, before its head or mid-body, and counts no failure', async () => {
+    const { upstream, proxy } = await setup({ passthrough: { answerDeadlineMs: 600_000 } });
+    const upstreamClosed: Record<string, Promise<void>> = {};
+    upstream.respondWith((request, socket) => {
+      if (request.target !== '/v2/no-head' && request.target !== '/v2/mid-body') return false;
+      upstreamClosed[request.target] = new Promise((resolve) => socket.once('close', () => resolve()));
+      // The head and one byte of a body that never ends, or nothing at all: only the proxy can end this exchange.
+      if (request.target === '/v2/mid-body') socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+      return true;
+    });
+    for (const target of ['/v2/no-head', '/v2/mid-body']) {
+      const client = await openSocket(proxy.port);
+      const received = new Promise<void>((resolve) => client.once('data', () => resolve()));
+      client.write(head('GET', target, []));
+      if (target === '/v2/mid-body') await received;
+      else await waitFor(async () => upstreamClosed[target] !== undefined, { timeoutMs: 10_000, what: 'the request upstream' });
+      client.destroy();
+      // Not answerDeadlineMs (ten minutes): the client's going is what ends the upstream exchange.
+      await upstreamClosed[target];
+    }
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
   });
 });
