@@ -11,7 +11,7 @@
  *     a 502, and the upstream connection it came on is closed by undici.
  * Failures are counted and logged (telemetry.passthroughFailed) with their kind.
  */
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
 import { failureReply } from '../errors.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -32,11 +32,14 @@ class ClientGone extends Error {
   override name = 'ClientGone';
 }
 
-/** Sends `req` to `origin` with `headers` (forward-policy.ts, framing not included) and answers `res`. */
-export type ForwardHttp = (req: IncomingMessage, res: ServerResponse, origin: string, headers: Record<string, string>) => void;
+/**
+ * Sends `req` to `origin` with `headers` (forward-policy.ts, framing not included) and answers
+ * `res`; `answerHeaders` (a name-value list: the request id, ratelimit-*) go on every answer.
+ */
+export type ForwardHttp = (req: IncomingMessage, res: ServerResponse, origin: string, headers: Record<string, string>, answerHeaders: readonly string[]) => void;
 
 export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
-  return (req, res, origin, headers) => {
+  return (req, res, origin, headers, answerHeaders) => {
     const framing = requestBodyFraming(req.method ?? 'GET', req.headers);
     // Node reads a dropped body to find the next request on the connection; nothing of it goes on.
     if (framing.kind === 'none') req.resume();
@@ -64,7 +67,7 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
       }
       // A client body the upstream did not read in full leaves the connection out of step: close it.
       if (!req.complete) res.shouldKeepAlive = false;
-      sendError(res, failureReply(error.kind === 'timeout' ? 'timeout' : 'passthrough'), 'BYPASS');
+      sendError(res, failureReply(error.kind === 'timeout' ? 'timeout' : 'passthrough'), 'BYPASS', answerHeaders);
     };
 
     options.client
@@ -78,9 +81,8 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
       })
       .then((answer) => {
         if (!req.complete) res.shouldKeepAlive = false;
-        const outgoing = definedHeaders(clientResponseHeaders(answer.headers, res.shouldKeepAlive));
+        const outgoing = clientResponseHeaders(answer.headers, res.shouldKeepAlive, [...answerHeaders, 'x-cache', 'BYPASS']);
         try {
-          res.setHeader('x-cache', 'BYPASS');
           res.writeHead(answer.status, outgoing);
         } catch (error) {
           // A header Node will not write (it validates what undici parsed more strictly).
@@ -96,12 +98,6 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
         answer.body.pipe(res);
       }, fail);
   };
-}
-
-function definedHeaders(headers: Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value;
-  return out;
 }
 
 /**

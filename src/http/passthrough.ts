@@ -50,8 +50,11 @@ export interface PassthroughOptions {
 export interface Passthrough {
   /** Whether a decided path may be forwarded at all. */
   allows(path: string): boolean;
-  /** Sends the request on and its answer back (with X-Cache: BYPASS), or a 502/504 when it fails. */
-  forward(req: IncomingMessage, res: ServerResponse, requestId: string): void;
+  /**
+   * Sends the request on and its answer back (with X-Cache: BYPASS), or a 502/504 when it fails;
+   * `answerHeaders` (a name-value list: the request id, ratelimit-*) go on either answer.
+   */
+  forward(req: IncomingMessage, res: ServerResponse, requestId: string, answerHeaders?: readonly string[]): void;
   /** The server's 'upgrade' listener: WebSockets on their paths go on to the same upstream. */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
 }
@@ -132,9 +135,9 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
 
   return {
     allows: (path) => isAllowedPath(path, options.allowedPrefixes),
-    forward: (req, res, requestId) => {
+    forward: (req, res, requestId, answerHeaders = []) => {
       const { origin, headers } = prepare(req, requestId, false);
-      forwardHttp(req, res, origin, headers);
+      forwardHttp(req, res, origin, headers, answerHeaders);
     },
     upgrade: (req, socket, head) => {
       const limiter = options.rateLimiter;

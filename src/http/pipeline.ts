@@ -104,9 +104,8 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
     if (passthrough?.allows(path)) {
       record.cache = 'BYPASS';
       record.reportOnFinish();
-      // The passthrough copies the upstream's headers with setHeader; the request id and ratelimit-* join them.
-      for (let i = 0; i < record.headers.length; i += 2) res.setHeader(record.headers[i] as string, record.headers[i + 1] as string);
-      const forward = () => passthrough.forward(req, res, record.requestId);
+      // Read when the request goes on: a miss charge first rewrites ratelimit-remaining in them.
+      const forward = () => passthrough.forward(req, res, record.requestId, record.headers);
       const charge = limit?.chargeMiss?.(record.headers);
       if (charge === undefined) forward();
       else if (charge instanceof Promise) charge.then((refusal) => passOrRefuse(res, record, refusal, forward));
@@ -118,12 +117,9 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
 
   function passOrRefuse(res: ServerResponse, record: RequestRecord, refusal: MissCharge, forward: () => void): void {
     if (!refusal) {
-      // The miss charge updated ratelimit-remaining.
-      for (let i = 0; i < record.headers.length; i += 2) res.setHeader(record.headers[i] as string, record.headers[i + 1] as string);
       forward();
       return;
     }
-    for (let i = 0; i < record.headers.length; i += 2) res.removeHeader(record.headers[i] as string);
     record.refused = true;
     record.answered(sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]));
   }

@@ -91,7 +91,7 @@ function sendPassedOn(res: ServerResponse, passed: PassedOn, requestHeaders: str
 }
 
 /** An answer the proxy gives itself (validation errors): upstream shape, never cached. */
-export function sendError(res: ServerResponse, error: ErrorReply, status: CacheStatus | 'NONE' = 'BYPASS', extra: string[] = []): number {
+export function sendError(res: ServerResponse, error: ErrorReply, status: CacheStatus | 'NONE' = 'BYPASS', extra: readonly string[] = []): number {
   const body = Buffer.from(error.body, 'utf8');
   const headers = ['content-type', JSON_TYPE, 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS, ...extra];
   if (status !== 'NONE') headers.push('x-cache', status);

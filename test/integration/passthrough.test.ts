@@ -81,14 +81,24 @@ describe('passthrough', () => {
     expect(await exchange('/socket.io/?EIO=4&transport=websocket', '40')).toBe('echo:40');
   });
 
-  it('answers 502 in the upstream error shape when the upstream is down', async () => {
+  it('answers 502 in the upstream error shape when the upstream is down, with the request id', async () => {
     const down = await startFakeUpstream();
     const orphan = await startTestProxy({ upstreamUrls: [down.url] });
     await down.close();
-    const response = await fetchRaw(`${orphan.url}/v2/info`);
+    const response = await fetchRaw(`${orphan.url}/v2/info`, { headers: { 'x-request-id': 'pass-down' } });
     expect(response.status).toBe(502);
     expect(JSON.parse(response.body.toString())).toMatchObject({ statusCode: 502, error: 'Bad Gateway' });
+    expect([response.headers.get('x-request-id'), response.headers.get('x-cache')]).toEqual(['pass-down', 'BYPASS']);
     await orphan.close();
+  });
+
+  it('answers with the request id it sent upstream, the client\'s or a new one', async () => {
+    const echoed = await fetchRaw(`${proxy.url}/v2/info`, { headers: { 'x-request-id': 'pass-2' } });
+    expect(echoed.headers.get('x-request-id')).toBe('pass-2');
+    const fresh = await fetchRaw(`${proxy.url}/v2/info?fresh`);
+    const sent = upstream.requests.filter((r) => r.url === '/v2/info?fresh').map((r) => r.headers['x-request-id']);
+    expect(sent).toEqual([fresh.headers.get('x-request-id')]);
+    expect(sent[0]).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
 

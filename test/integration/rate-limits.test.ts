@@ -182,6 +182,14 @@ describe('anonymous clients, one process', () => {
     expect(upstreamReads()).toBe(1);
   });
 
+  it('puts what a passthrough request\'s missCost left on its answer', async () => {
+    const proxy = await start({ anonymous: 6, hitCost: 1, missCost: 3 });
+    const passed = await get(proxy, '/v2/info');
+    expect(passed.status).toBe(200);
+    expect(limitHeaders(passed)).toEqual({ limit: '6', remaining: '3', reset: RESET });
+    expect(upstream.count('/v2/info')).toBe(1);
+  });
+
   it('refuses a passthrough request (always a miss) whose budget cannot cover missCost', async () => {
     const proxy = await start({ anonymous: 2, hitCost: 1, missCost: 3 });
     const refused = await get(proxy, '/v2/info');

@@ -125,7 +125,16 @@ describe('requestBodyFraming', () => {
 describe('clientResponseHeaders', () => {
   it('drops the upstream connection\'s hop-by-hop headers and says whether the client\'s stays open', () => {
     const upstream = { 'content-type': 'application/json', connection: 'keep-alive, x-hop', 'keep-alive': 'timeout=5', 'x-hop': '1', 'transfer-encoding': 'chunked', etag: '"e"' };
-    expect(clientResponseHeaders(upstream, true)).toEqual({ 'content-type': 'application/json', etag: '"e"', connection: 'keep-alive' });
-    expect(clientResponseHeaders(upstream, false).connection).toBe('close');
+    expect(clientResponseHeaders(upstream, true)).toEqual(['content-type', 'application/json', 'etag', '"e"', 'connection', 'keep-alive']);
+    expect(clientResponseHeaders(upstream, false)).toEqual(['content-type', 'application/json', 'etag', '"e"', 'connection', 'close']);
+  });
+
+  it('adds the proxy\'s own headers after the upstream\'s, each unless the upstream answer has one of that name', () => {
+    const upstream = { 'content-type': 'application/json', 'x-cache': 'HIT', 'set-cookie': ['a=1', 'b=2'], 'x-gone': undefined, connection: 'x-request-id', 'x-request-id': 'hop' };
+    expect(clientResponseHeaders(upstream, true, ['x-request-id', 'r-1', 'x-cache', 'BYPASS', 'x-gone', 'ours'])).toEqual([
+      'content-type', 'application/json', 'x-cache', 'HIT', 'set-cookie', ['a=1', 'b=2'], 'connection', 'keep-alive',
+      // The upstream's X-Request-Id was its connection's own (named by Connection): the proxy's goes.
+      'x-request-id', 'r-1', 'x-gone', 'ours',
+    ]);
   });
 });
