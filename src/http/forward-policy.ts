@@ -56,10 +56,14 @@ export interface ForwardContext {
 
 const single = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value.join(', ') : value);
 
+const NONE_NAMED: ReadonlySet<string> = new Set();
+
 /** Names the client's Connection header lists are hop-by-hop (RFC 9110 §7.6.1) and stay here. */
-function connectionNamed(headers: IncomingHttpHeaders): Set<string> {
+function connectionNamed(headers: IncomingHttpHeaders): ReadonlySet<string> {
+  const connection = single(headers.connection);
+  if (connection === undefined) return NONE_NAMED;
   const named = new Set<string>();
-  for (const token of (single(headers.connection) ?? '').split(',')) {
+  for (const token of connection.split(',')) {
     const name = token.trim().toLowerCase();
     if (name) named.add(name);
   }
@@ -143,8 +147,8 @@ export function clientResponseHeaders(
   keepAlive: boolean,
   own: readonly string[] = [],
 ): HeaderList {
-  const named = upstream.connection === undefined ? undefined : connectionNamed(upstream);
-  const kept = (name: string): boolean => upstream[name] !== undefined && !HOP_BY_HOP.has(name) && !named?.has(name);
+  const named = connectionNamed(upstream);
+  const kept = (name: string): boolean => upstream[name] !== undefined && !HOP_BY_HOP.has(name) && !named.has(name);
   const out: HeaderList = [];
   for (const name of Object.keys(upstream)) {
     const value = upstream[name];

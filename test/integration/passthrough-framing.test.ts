@@ -10,6 +10,7 @@ import { startFramingUpstream, waitFor, type FramingUpstream } from '../../testk
 import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { exchangeRaw, openSocket, parseResponses, readUntilClosed } from '../support/raw-socket.js';
+import { fetchRaw } from '../support/http.js';
 
 const { defer } = useCleanups();
 
@@ -162,5 +163,22 @@ describe('passthrough answers the client did not ask for', () => {
       await upstreamClosed[target];
     }
     expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
+  });
+
+  it('streams an answer far larger than the socket buffers whole and byte for byte, at the client\'s pace', async () => {
+    const { upstream, proxy } = await setup();
+    const size = 16 * 1024 * 1024;
+    const body = Buffer.alloc(size);
+    for (let i = 0; i < size; i += 4) body.writeUInt32BE(i, i);
+    upstream.respondWith((request, socket) => {
+      if (request.target !== '/v2/large') return false;
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`);
+      socket.write(body);
+      return true;
+    });
+    const response = await fetchRaw(`http://127.0.0.1:${proxy.port}/v2/large`);
+    expect(response.status).toBe(200);
+    expect(response.body.length).toBe(size);
+    expect(response.body.equals(body)).toBe(true);
   });
 });
