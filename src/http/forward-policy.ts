@@ -119,12 +119,8 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, context: F
   const host = single(incoming.host);
   if (host !== undefined) out['x-forwarded-host'] = host;
   out['x-request-id'] = context.requestId;
-  return { ...out, ...lowercased(context.operatorHeaders) };
-}
-
-function lowercased(headers: Readonly<Record<string, string>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
+  const operator = context.operatorHeaders;
+  for (const name of Object.keys(operator)) out[name.toLowerCase()] = operator[name] as string;
   return out;
 }
 

@@ -43,7 +43,8 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
     const framing = requestBodyFraming(req.method ?? 'GET', req.headers);
     // Node reads a dropped body to find the next request on the connection; nothing of it goes on.
     if (framing.kind === 'none') req.resume();
-    const upstreamHeaders = framing.kind === 'length' ? { ...headers, 'content-length': framing.length } : headers;
+    // `headers` were built for this request alone: the framing joins them in place.
+    if (framing.kind === 'length') headers['content-length'] = framing.length;
     const deadline = abortAt(options.answerDeadlineMs);
     let answerBody: Readable | undefined;
     // 'close' follows every answer, sent or not. Once res.end() was called (the answer's body
@@ -75,7 +76,7 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
         origin,
         method: req.method ?? 'GET',
         path: req.url ?? '/',
-        headers: upstreamHeaders,
+        headers,
         body: framing.kind === 'none' ? undefined : bodyOf(req),
         signal: deadline.signal,
       })
