@@ -12,7 +12,7 @@
  * Failures are counted and logged (telemetry.passthroughFailed) with their kind.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PassThrough, type Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { failureReply } from '../errors.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { abortAt } from '../upstream/abort-at.js';
@@ -111,12 +111,33 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
 }
 
 /**
- * The client's body as a stream undici may destroy when it stops early (an early answer) without
- * destroying the client's request, whose connection still carries that answer. A pipe, not an
- * async iterator: a body costs a chunk copy, not a promise per chunk.
+ * The client's body as a stream of its own, which undici may destroy when it stops early (an
+ * early answer) without destroying the client's request, whose connection still carries that
+ * answer. Fed from the request's 'data' as req.pipe(new PassThrough()) would be, without a
+ * Transform's write side and pipe's listeners: the request pauses while undici has enough, and
+ * once undici destroys the body it is left paused, unread (its connection closes after the
+ * answer, fail() and the answer's head see to that). Not an async iterator: a body costs a
+ * chunk copy, not a promise per chunk.
  */
-function bodyOf(req: IncomingMessage): PassThrough {
-  const body = new PassThrough();
-  req.pipe(body);
+function bodyOf(req: IncomingMessage): Readable {
+  const onData = (chunk: Buffer): void => {
+    if (!body.push(chunk)) req.pause();
+  };
+  const onEnd = (): void => {
+    body.push(null);
+  };
+  const body = new Readable({
+    read: () => {
+      req.resume();
+    },
+    destroy: (error, callback) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.pause();
+      callback(error);
+    },
+  });
+  req.on('data', onData);
+  req.once('end', onEnd);
   return body;
 }

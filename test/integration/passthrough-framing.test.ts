@@ -5,6 +5,7 @@
  * or in a body; and that an answer the client did not ask for (a 101) or one that never ends
  * is cut off in bounded time.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { startFramingUpstream, waitFor, type FramingUpstream } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
@@ -180,5 +181,30 @@ describe('passthrough answers the client did not ask for', () => {
     expect(response.status).toBe(200);
     expect(response.body.length).toBe(size);
     expect(response.body.equals(body)).toBe(true);
+  });
+
+  it('passes on an answer the upstream sends before reading the body, then closes the client connection the unread body is on', async () => {
+    // An upstream that answers as soon as it has a head, as a server refusing a large upload does.
+    const early = createServer((socket) => {
+      socket.on('error', () => undefined);
+      let head = '';
+      socket.on('data', (chunk: Buffer) => {
+        if (head.includes('\r\n\r\n')) return;
+        head += chunk.toString('latin1');
+        if (!head.includes('\r\n\r\n')) return;
+        const status = head.startsWith('POST /v2/early ') ? '413 Payload Too Large' : '404 Not Found';
+        socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
+      });
+    });
+    await new Promise<void>((resolve) => early.listen(0, '127.0.0.1', () => resolve()));
+    defer(() => new Promise<void>((resolve) => early.close(() => resolve())));
+    const proxy = await startTestProxy({ upstreamUrls: [`http://127.0.0.1:${(early.address() as AddressInfo).port}`] });
+    defer(() => proxy.close());
+    const declared = 1_000_000;
+    // A tenth of the body: the rest never comes, so only the proxy can end this connection.
+    const stream = await exchangeRaw(proxy.port, head('POST', '/v2/early', ['Content-Type: application/json', `Content-Length: ${declared}`]) + 'x'.repeat(declared / 10));
+    const answers = parseResponses(stream);
+    expect(answers.map((a) => [a.status, a.body])).toEqual([[413, '{}']]);
+    expect(stream).toMatch(/\r\nx-cache: BYPASS\r\n/i);
   });
 });
