@@ -1,18 +1,22 @@
 /**
  * The measurement behind the memory tier's per-entry accounting (src/cache/entry.ts
  * ENTRY_OVERHEAD_BYTES) and its sweep of expired entries (src/cache/memory-store.ts):
- *   npm run build && node_modules/.bin/node --expose-gc dist/bench/micro/memory-entry-cost.js
+ *   npm run build && node_modules/.bin/node --expose-gc --max-semi-space-size=2 dist/bench/micro/memory-entry-cost.js
+ * (the proxy's semi-space: with V8's larger default, RSS holds young-generation pages too)
  *
  * 1. Fills a MemoryStore with N distinct small entries shaped like a not-found transaction
  *    (a 200-byte body, one header, an ETag, a key like the proxy's) and reads how much heap and
  *    array-buffer memory they hold after gc, per entry, beyond the strings and body bytes that
  *    entryCost counts one by one. That remainder is the per-entry overhead constant.
- * 2. Times purgeStale over N expired entries (the periodic sweep), and measures what
+ * 2. Reads what N bodies that own their memory (Buffer.allocUnsafeSlow, as the tier keeps them)
+ *    cost outside V8's heap beyond their bytes: RSS growth minus the heap's and the bytes'
+ *    (OWNED_BODY_BYTES).
+ * 3. Times purgeStale over N expired entries (the periodic sweep), and measures what
  *    lru-cache's ttlAutopurge (one timer per entry) holds per entry instead.
  */
 import { LRUCache } from 'lru-cache';
 import { MemoryStore } from '../../src/cache/memory-store.js';
-import { ENTRY_OVERHEAD_BYTES, entryCost, type CacheEntry } from '../../src/cache/entry.js';
+import { ENTRY_OVERHEAD_BYTES, HEAP_HEADROOM, OWNED_BODY_BYTES, entryCost, type CacheEntry } from '../../src/cache/entry.js';
 
 const N = Number(process.env.ENTRIES ?? 200_000);
 const BODY_BYTES = 200;
@@ -51,7 +55,8 @@ function measureOverhead(): void {
   for (let i = 0; i < N; i++) {
     const key = keyOf(i);
     const entry = entryOf(i);
-    counted += entryCost(key, entry) - ENTRY_OVERHEAD_BYTES;
+    // The heap part without V8's headroom, and the body's bytes without what owning them costs.
+    counted += (entryCost(key, entry) - OWNED_BODY_BYTES - entry.body.length) / HEAP_HEADROOM - ENTRY_OVERHEAD_BYTES + entry.body.length;
     store.put(key, entry, 60_000);
   }
   const after = held();
@@ -76,6 +81,22 @@ function measureOverhead(): void {
   void store.close();
 }
 
+function measureOwnedBodies(): void {
+  const bodies: Buffer[] = new Array<Buffer>(N);
+  gc?.();
+  gc?.();
+  const before = process.memoryUsage();
+  for (let i = 0; i < N; i++) bodies[i] = Buffer.allocUnsafeSlow(BODY_BYTES);
+  gc?.();
+  gc?.();
+  const after = process.memoryUsage();
+  const grew = (field: 'rss' | 'heapTotal' | 'arrayBuffers'): number => (after[field] - before[field]) / N;
+  console.log(
+    `a body that owns its memory, outside the heap beyond its bytes: ${(grew('rss') - grew('heapTotal') - grew('arrayBuffers')).toFixed(0)} B ` +
+      `(OWNED_BODY_BYTES = ${OWNED_BODY_BYTES}; ${bodies.length} bodies)`,
+  );
+}
+
 function measureAutopurge(): void {
   const sized = (withTimers: boolean): number => {
     const lru = new LRUCache<string, CacheEntry>({ maxSize: 2 ** 40, ttlAutopurge: withTimers, ttlResolution: 0 });
@@ -90,5 +111,7 @@ function measureAutopurge(): void {
   console.log(`ttlAutopurge: ${(timers - plain).toFixed(0)} B more per entry (one timer each) than a periodic sweep`);
 }
 
+// First, while nothing freed before can be reused.
+measureOwnedBodies();
 measureOverhead();
 measureAutopurge();

@@ -68,11 +68,12 @@ export function decodeEntry(bytes: Buffer): CacheEntry | undefined {
 }
 
 /*
- * What one entry really costs in the memory tier, so its byte budget bounds the process and not
- * only the bodies. Strings are counted as V8 stores a two-byte string (a header, then 2 bytes a
- * char): one-byte strings cost less, so this is an upper bound. The body counts its own bytes
- * only: the memory tier stores bodies that own their memory (see `ownedBody`), never a view that
- * pins a larger pooled or socket buffer.
+ * What one entry really costs the process in the memory tier, so its byte budget bounds the
+ * process and not only the bodies (issue 14: RSS growth under a flood of distinct misses within
+ * the tier plus a fixed allowance). Strings are counted as V8 stores a two-byte string (a header,
+ * then 2 bytes a char): one-byte strings cost less, so this is an upper bound. The body counts its
+ * own bytes: the memory tier stores bodies that own their memory (see `ownedBody`), never a view
+ * that pins a larger pooled or socket buffer.
  */
 const STRING_HEADER_BYTES = 16;
 /** A property of a small object (a headers name/value pair, an optional field): its slot and descriptor. */
@@ -86,17 +87,35 @@ const PROPERTY_BYTES = 16;
  * counted one by one. Rounded up to leave room for the arrays lru-cache grows by doubling.
  */
 export const ENTRY_OVERHEAD_BYTES = 600;
+/**
+ * What a body that owns its memory costs outside V8's heap beyond its bytes: node allocates each
+ * one on its own (malloc's header and rounding, V8's BackingStore and ArrayBuffer extension).
+ * Measured by bench/micro/memory-entry-cost.ts (200-byte bodies, after gc, the proxy's 2 MiB
+ * semi-space): RSS grew 224 and 229 bytes a body more than the heap and the bodies' own bytes
+ * for 200,000 bodies (298 for 50,000, where fixed costs weigh more).
+ */
+export const OWNED_BODY_BYTES = 224;
+/**
+ * The heap an entry's objects take is not all V8 holds for them: V8 collects garbage only once its
+ * heap has grown by a factor of what was live, keeps pages that sweeping left partly used, and
+ * keeps freed pages for reuse. Under the flood of distinct misses (bench/memory-flood.ts, 128 MiB
+ * tier, heap sized from the tier) V8's heap held 194 MiB for 132 MiB in use after collection, and
+ * RSS grew 1.6 times what the tier counted without this factor (+225 to +236 MiB against 128).
+ * Charging the heap part half again makes the tier's count what its entries cost the process:
+ * the tier holds fewer entries (a third fewer small ones), and `maxBytes` means what it says.
+ */
+export const HEAP_HEADROOM = 1.5;
 
 const stringBytes = (text: string): number => STRING_HEADER_BYTES + 2 * text.length;
 
-/** The memory an entry stored under `key` holds, for the byte-bounded memory tier. */
+/** The memory an entry stored under `key` costs the process, for the byte-bounded memory tier. */
 export function entryCost(key: string, entry: CacheEntry): number {
-  let bytes = ENTRY_OVERHEAD_BYTES + stringBytes(key) + entry.body.length + stringBytes(entry.etag);
-  for (const name in entry.headers) bytes += PROPERTY_BYTES + stringBytes(name) + stringBytes(entry.headers[name] ?? '');
-  if (entry.upstreamEtag !== undefined) bytes += PROPERTY_BYTES + stringBytes(entry.upstreamEtag);
-  if (entry.tipHash !== undefined) bytes += PROPERTY_BYTES + stringBytes(entry.tipHash);
-  if (entry.listItem !== undefined) bytes += 4 * PROPERTY_BYTES;
-  return bytes;
+  let heapBytes = ENTRY_OVERHEAD_BYTES + stringBytes(key) + stringBytes(entry.etag);
+  for (const name in entry.headers) heapBytes += PROPERTY_BYTES + stringBytes(name) + stringBytes(entry.headers[name] ?? '');
+  if (entry.upstreamEtag !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.upstreamEtag);
+  if (entry.tipHash !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.tipHash);
+  if (entry.listItem !== undefined) heapBytes += 4 * PROPERTY_BYTES;
+  return Math.ceil(HEAP_HEADROOM * heapBytes) + OWNED_BODY_BYTES + entry.body.length;
 }
 
 /**

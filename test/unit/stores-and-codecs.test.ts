@@ -6,7 +6,7 @@
  */
 import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
 import { describe, expect, it, vi } from 'vitest';
-import { ENTRY_OVERHEAD_BYTES, decodeEntry, encodeEntry, entryCost, type CacheEntry } from '../../src/cache/entry.js';
+import { ENTRY_OVERHEAD_BYTES, HEAP_HEADROOM, OWNED_BODY_BYTES, decodeEntry, encodeEntry, entryCost, type CacheEntry } from '../../src/cache/entry.js';
 import { scanObjectMembers } from '../../src/cache/json-object-scan.js';
 import { MemoryStore } from '../../src/cache/memory-store.js';
 import { composeList, orderItems } from '../../src/cache/tx-list.js';
@@ -22,7 +22,8 @@ function sized(key: string, size: number, tag = 'x'): CacheEntry {
 }
 
 describe('MemoryStore', () => {
-  const UNIT = 1_000;
+  // Above what an entry with an empty body costs (its heap part with V8's headroom).
+  const UNIT = 2_000;
 
   function store(maxBytes: number, extra: { maxEntryBytes?: number; now?: () => number; onEviction?: () => void } = {}) {
     return new MemoryStore({
@@ -198,24 +199,31 @@ describe('MemoryStore', () => {
   });
 });
 
-describe('entryCost: what an entry holds in the memory tier', () => {
+describe('entryCost: what an entry costs the process in the memory tier', () => {
   const KEY = 'scp:v2:tx:0xab';
   const BASE = entry(Buffer.alloc(200), { etag: '"e"' });
+  // What the entry's objects take in V8's heap, charged with the headroom V8 keeps: 600 overhead
+  //   + key (16 + 2 x 14) + etag (16 + 2 x 3) + content-type header (16 + name 16 + 2 x 12 + value 16 + 2 x 31)
+  const HEAP = 800;
+  const heapCharge = (bytes: number): number => Math.ceil(HEAP_HEADROOM * bytes);
 
-  it('counts the overhead, the key and the etag as two-byte strings, the body bytes, and each header', () => {
-    // 600 overhead + key (16 + 2 x 14) + body 200 + etag (16 + 2 x 3)
-    //   + content-type header (16 + name 16 + 2 x 12 + value 16 + 2 x 31)
-    expect(entryCost(KEY, BASE)).toBe(1_000);
+  it('counts the heap part (overhead, key, etag, headers) with V8\'s headroom, then the body and what owning it costs', () => {
+    expect(entryCost(KEY, BASE)).toBe(heapCharge(HEAP) + OWNED_BODY_BYTES + 200);
+    expect(entryCost(KEY, BASE)).toBe(1_624);
     expect(ENTRY_OVERHEAD_BYTES).toBe(600);
   });
 
   it('grows with the key, the headers and the optional metadata', () => {
-    expect(entryCost(`${KEY}?event_limit=50`, BASE)).toBe(1_000 + 2 * '?event_limit=50'.length);
-    expect(entryCost(KEY, { ...BASE, headers: { ...BASE.headers, warning: 'x' } })).toBe(1_000 + 16 + (16 + 14) + (16 + 2));
-    expect(entryCost(KEY, { ...BASE, upstreamEtag: '"u"' })).toBe(1_000 + 16 + 16 + 6);
-    expect(entryCost(KEY, { ...BASE, tipHash: '0x01' })).toBe(1_000 + 16 + 16 + 8);
-    expect(entryCost(KEY, { ...BASE, listItem: { found: true } })).toBe(1_000 + 64);
-    expect(entryCost(KEY, { ...BASE, body: Buffer.alloc(1_200) })).toBe(2_000);
+    const base = OWNED_BODY_BYTES + 200;
+    expect(entryCost(`${KEY}?event_limit=50`, BASE)).toBe(heapCharge(HEAP + 2 * '?event_limit=50'.length) + base);
+    expect(entryCost(KEY, { ...BASE, headers: { ...BASE.headers, warning: 'x' } })).toBe(heapCharge(HEAP + 16 + (16 + 14) + (16 + 2)) + base);
+    expect(entryCost(KEY, { ...BASE, upstreamEtag: '"u"' })).toBe(heapCharge(HEAP + 16 + 16 + 6) + base);
+    expect(entryCost(KEY, { ...BASE, tipHash: '0x01' })).toBe(heapCharge(HEAP + 16 + 16 + 8) + base);
+    expect(entryCost(KEY, { ...BASE, listItem: { found: true } })).toBe(heapCharge(HEAP + 64) + base);
+  });
+
+  it('counts body bytes once each: they live outside V8\'s heap', () => {
+    expect(entryCost(KEY, { ...BASE, body: Buffer.alloc(1_200) }) - entryCost(KEY, BASE)).toBe(1_000);
   });
 });
 
