@@ -1,0 +1,21 @@
+/**
+ * What the proxy knows of principals' activity beyond the tip (issue 15), as the cache policy
+ * reads it: broadcasts the upstream accepted through the proxy, and what each new block (and the
+ * mempool) touched. Pure types; the registry that keeps them is src/chain/activity.ts.
+ */
+export interface ActivityView {
+  /**
+   * A broadcast accepted through the proxy (or a learned mempool change) named this principal
+   * after `at` (ms): entries about it validated before then are not fresh, whatever their tip.
+   */
+  principalChangedAfter(principal: string, at: number): boolean;
+  /** A broadcast was accepted through the proxy after `at`: global mempool entries validated before are not fresh. */
+  mempoolChangedAfter(at: number): boolean;
+  /**
+   * Every block after `tipHeight` up to the current tip was learned, none touched `principal`, and
+   * nothing since `at` (a burn block, a reorg, a block whose touches are unknown, a gap) made that
+   * knowledge unsafe: a confirmed-state entry about it validated at `tipHeight` is still what the
+   * upstream would answer.
+   */
+  unchangedSince(principal: string, tipHeight: number, at: number): boolean;
+}
