@@ -1,0 +1,193 @@
+/**
+ * The registry of principals' activity (issue 15) behind `ActivityView`: what the proxy has seen
+ * happen to principals beyond the chain tip, kept so the cache policy can tell, per entry,
+ * whether the upstream could answer differently now.
+ *
+ *   - Broadcasts the upstream accepted through the proxy (or announced by another instance):
+ *     the principals a transaction names are "changed" from that moment, and the global mempool
+ *     with them (`principalChangedAfter`, `mempoolChangedAfter`). A change stays "after" any
+ *     validation for `settleMs` more: the upstream's API learns a transaction from its node a
+ *     moment after the node accepted it, so an answer fetched in that moment may still be the old
+ *     one and must not be kept as fresh.
+ *   - Blocks: for each new canonical tip, which principals its block touched (block-learner.ts).
+ *     `unchangedSince(p, h, at)` is true only while every block above `h` up to the tip was
+ *     learned, none touched `p`, and nothing voided the learning since: a burn block (PoX unlocks
+ *     change balances without a transaction), a reorg, a gap (a block never seen), a block whose
+ *     touches could not be read in full. A void forgets everything learned before it.
+ *
+ * Bounded memory: at most `maxPrincipals` principals are remembered, the least recently touched
+ * evicted first. An evicted principal leaves its marks on two watermarks (latest change, highest
+ * touched block) that every principal not remembered inherits: eviction can only make the
+ * registry more conservative (an evicted principal counts as changed), never less. Worst case,
+ * each remembered principal costs its key (at most 82 characters: an address, ".", a contract
+ * name) plus a small record and a map slot: about 300 bytes, 30 MB for the default 100,000.
+ *
+ * Pure state: no I/O, no clock (every method takes the time), no telemetry.
+ */
+import type { ActivityView } from './activity-view.js';
+
+export interface ActivitySettings {
+  /** Principals remembered at most; beyond, the least recently touched is evicted (conservatively). */
+  maxPrincipals: number;
+  /** How long after a broadcast an answer validated meanwhile is still not fresh (ms). */
+  settleMs: number;
+  /** Blocks for which a principal a coinbase names counts as touched by every block (matured rewards). */
+  coinbaseWindowBlocks: number;
+}
+
+/** A canonical tip as the tracker believed it. */
+export interface TipRef {
+  height: number;
+  indexBlockHash: string;
+  /** 0 when the tip poll did not say (then nothing is known of the burn chain: a void). */
+  burnHeight: number;
+}
+
+/** What one block touched: its principals (a superset is fine), and those its coinbase credits. */
+export type BlockTouches =
+  | { kind: 'known'; principals: Iterable<string>; coinbaseRecipients: Iterable<string> }
+  /** The block's touches could not be read in full (pages, errors, a cap): learning is void. */
+  | { kind: 'unknown'; why: string };
+
+/** Why learning was voided, or that a new block is to be learned. */
+export type TipOutcome = { kind: 'learn'; block: TipRef; epoch: number } | { kind: 'void'; why: 'first' | 'reorg' | 'burn_block' | 'gap' | 'no_burn_height' | 'same_height' };
+
+export type LearnOutcome = 'learned' | 'unknown' | 'outdated';
+
+interface PrincipalMarks {
+  /** Latest broadcast (or mempool change) that named it, ms. */
+  changedAt?: number;
+  /** Highest learned block that touched it. */
+  touchedHeight?: number;
+}
+
+export class PrincipalActivity implements ActivityView {
+  private readonly principals = new Map<string, PrincipalMarks>();
+  /** What every principal not remembered inherits: the latest marks of any evicted one. */
+  private evictedChangedAt = Number.NEGATIVE_INFINITY;
+  private evictedTouchedHeight = Number.NEGATIVE_INFINITY;
+  private mempoolChangedAt = Number.NEGATIVE_INFINITY;
+
+  /** The believed tip, as the tracker last told it. */
+  private tip: TipRef | undefined;
+  /** Blocks above this height up to the tip are (being) learned; those at or below are not. */
+  private learnedFrom = Number.POSITIVE_INFINITY;
+  /** When learning was last voided (ms): nothing validated before then can lean on it. */
+  private voidedAt = Number.POSITIVE_INFINITY;
+  /** Counts voids: an answer about a block from before the latest void is ignored. */
+  private epoch = 0;
+  /** Blocks of this epoch whose touches are not known yet (by height). */
+  private readonly pending = new Map<number, string>();
+  /** Principals a coinbase named, and the last tip height they count as touched at. */
+  private readonly coinbaseUntil = new Map<string, number>();
+
+  constructor(private readonly settings: ActivitySettings) {}
+
+  // ---- broadcasts and mempool changes ----
+
+  /** A transaction naming `principals` was accepted at `at`: they and the global mempool changed. */
+  recordBroadcast(principals: Iterable<string>, at: number): void {
+    for (const principal of principals) this.mark(principal, (marks) => (marks.changedAt = Math.max(marks.changedAt ?? at, at)));
+    this.recordMempoolChange(at);
+  }
+
+  /** The mempool changed at `at` in a way the proxy cannot tie to principals (an undecodable broadcast). */
+  recordMempoolChange(at: number): void {
+    this.mempoolChangedAt = Math.max(this.mempoolChangedAt, at);
+  }
+
+  principalChangedAfter(principal: string, at: number): boolean {
+    const changedAt = this.principals.get(principal)?.changedAt ?? this.evictedChangedAt;
+    return at < changedAt + this.settings.settleMs;
+  }
+
+  mempoolChangedAfter(at: number): boolean {
+    return at < this.mempoolChangedAt + this.settings.settleMs;
+  }
+
+  // ---- blocks ----
+
+  /**
+   * The tracker believes a new tip (`reorg`: it does not extend the previous one). Called in the
+   * same turn the tracker publishes it, so no decision sees the new tip with the old knowledge.
+   * Returns the block to learn, or why learning restarts from this tip.
+   */
+  tipChanged(next: TipRef, reorg: boolean, at: number): TipOutcome {
+    const previous = this.tip;
+    this.tip = next;
+    for (const [principal, until] of this.coinbaseUntil) if (until < next.height) this.coinbaseUntil.delete(principal);
+    const why = this.voidReason(previous, next, reorg);
+    if (why) {
+      this.voidAt(next.height, at);
+      return { kind: 'void', why };
+    }
+    this.pending.set(next.height, next.indexBlockHash);
+    return { kind: 'learn', block: next, epoch: this.epoch };
+  }
+
+  private voidReason(previous: TipRef | undefined, next: TipRef, reorg: boolean): (TipOutcome & { kind: 'void' })['why'] | undefined {
+    if (!previous) return 'first';
+    if (reorg) return 'reorg';
+    if (next.burnHeight === 0 || previous.burnHeight === 0) return 'no_burn_height';
+    if (next.burnHeight !== previous.burnHeight) return 'burn_block';
+    if (next.height === previous.height) return 'same_height';
+    if (next.height !== previous.height + 1) return 'gap';
+    return undefined;
+  }
+
+  /** Learning restarts at `height`: every block above it must be learned again, from `at`. */
+  private voidAt(height: number, at: number): void {
+    this.epoch += 1;
+    this.pending.clear();
+    this.learnedFrom = height;
+    this.voidedAt = at;
+  }
+
+  /** What the learner found for a block tipChanged asked for. */
+  blockLearned(block: TipRef, epoch: number, touches: BlockTouches, at: number): LearnOutcome {
+    if (epoch !== this.epoch || this.pending.get(block.height) !== block.indexBlockHash) return 'outdated';
+    if (touches.kind === 'unknown') {
+      this.voidAt(this.tip?.height ?? block.height, at);
+      return 'unknown';
+    }
+    for (const principal of touches.principals) this.touch(principal, block.height);
+    for (const principal of touches.coinbaseRecipients) {
+      this.touch(principal, block.height);
+      this.coinbaseUntil.set(principal, block.height + this.settings.coinbaseWindowBlocks);
+    }
+    this.pending.delete(block.height);
+    return 'learned';
+  }
+
+  unchangedSince(principal: string, tipHeight: number, at: number): boolean {
+    const tip = this.tip;
+    if (!tip || this.pending.size > 0) return false;
+    if (at < this.voidedAt || tipHeight < this.learnedFrom || tipHeight > tip.height) return false;
+    if ((this.coinbaseUntil.get(principal) ?? Number.NEGATIVE_INFINITY) >= tip.height) return false;
+    const touchedHeight = this.principals.get(principal)?.touchedHeight ?? this.evictedTouchedHeight;
+    return touchedHeight <= tipHeight;
+  }
+
+  /** Principals remembered now (for tests and the admin view). */
+  get size(): number {
+    return this.principals.size;
+  }
+
+  private touch(principal: string, height: number): void {
+    this.mark(principal, (marks) => (marks.touchedHeight = Math.max(marks.touchedHeight ?? height, height)));
+  }
+
+  /** Updates a principal's marks and makes it the most recently touched; evicts beyond the bound. */
+  private mark(principal: string, update: (marks: PrincipalMarks) => void): void {
+    const marks = this.principals.get(principal) ?? {};
+    update(marks);
+    this.principals.delete(principal);
+    this.principals.set(principal, marks);
+    if (this.principals.size <= this.settings.maxPrincipals) return;
+    const oldest = this.principals.keys().next().value as string;
+    const evicted = this.principals.get(oldest);
+    this.principals.delete(oldest);
+    if (evicted?.changedAt !== undefined) this.evictedChangedAt = Math.max(this.evictedChangedAt, evicted.changedAt);
+    if (evicted?.touchedHeight !== undefined) this.evictedTouchedHeight = Math.max(this.evictedTouchedHeight, evicted.touchedHeight);
+  }
+}
