@@ -39,6 +39,7 @@ import { RateLimiter } from './limits/rate-limiter.js';
 import { UPSTREAM_DEPRECATION_WARNING } from './routes/route-spec.js';
 import { PrincipalActivity } from './chain/activity.js';
 import { BlockLearner } from './chain/block-learner.js';
+import { MempoolWatcher } from './chain/mempool-watcher.js';
 import { ActivityAnnouncements, activityChannelName } from './cache/activity-announcements.js';
 import { createBroadcastObserver } from './http/broadcast-observer.js';
 import type { BroadcastSink } from './http/passthrough.js';
@@ -63,6 +64,8 @@ export interface ProxyServer {
   activity?: PrincipalActivity;
   /** Broadcast touches shared with the peers over Redis (undefined without Redis or activity). */
   activityAnnouncements?: ActivityAnnouncements;
+  /** The mempool watcher (activity.watchMempool with a single upstream), for tests that drive its polls. */
+  mempoolWatcher?: MempoolWatcher;
   /** Settles once this instance hears its peers' broadcast touches (at once without Redis). */
   activityChannelSubscribed: Promise<void>;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
@@ -159,7 +162,9 @@ function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstr
   const settings = config.activity;
   if (!settings.enabled) return undefined;
   const { tracker, upstream, redis, clock, telemetry } = parts;
-  const activity = new PrincipalActivity(settings);
+  // With several upstreams a lagging one (within upstream.maxLagBlocks) may answer a read.
+  const single = config.upstream.urls.length === 1;
+  const activity = new PrincipalActivity({ ...settings, lagBlocks: single ? 0 : config.upstream.maxLagBlocks });
   tracker.attachActivity(activity);
   if (settings.learnBlocks) {
     const learner = new BlockLearner({
@@ -171,6 +176,11 @@ function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstr
     });
     tracker.onNewTip((tip, origin, reorg) => learner.onTip(tip, origin, reorg));
   }
+  // The watcher vouches for the mempool of the upstream it polls: only when that one answers every read.
+  const watcher =
+    settings.watchMempool && single
+      ? new MempoolWatcher({ source: upstream, origin: new URL(config.upstream.urls[0] as string).origin, activity, intervalMs: config.chainTip.pollIntervalMs, clock, telemetry })
+      : undefined;
   const keyPrefix = config.cache.keyPrefix;
   const announcements = redis ? new ActivityAnnouncements({ activity, publish: (channel, message) => redis.publish(channel, message), keyPrefix, clock, telemetry }) : undefined;
   const channel =
@@ -184,7 +194,7 @@ function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstr
           telemetry,
         });
   const broadcasts: BroadcastSink = createBroadcastObserver({ activity, clock, telemetry, announce: announcements ? (principals) => announcements.announce(principals) : undefined });
-  return { activity, announcements, channel, broadcasts };
+  return { activity, announcements, channel, broadcasts, watcher };
 }
 
 /** Rate limits (issue 9): with Redis one budget shared by every instance, else this process's own. */
@@ -321,6 +331,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   await tracker.pollOnce();
   tracker.start();
+  activity?.watcher?.start();
   const http = await startHttpServer(handleRequest, {
     port: config.server.port,
     host: config.server.host,
@@ -351,8 +362,10 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
     const trackerStopped = tracker.stop();
+    const watcherStopped = activity?.watcher?.stop();
     await drained;
     await trackerStopped;
+    await watcherStopped;
     await admin.channel?.close();
     await activity?.channel?.close();
     await store.close();
@@ -372,6 +385,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     activity: activity?.activity,
     activityAnnouncements: activity?.announcements,
     activityChannelSubscribed: activity?.channel?.subscribed ?? Promise.resolve(),
+    mempoolWatcher: activity?.watcher,
     telemetry,
     tracker,
     store,

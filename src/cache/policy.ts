@@ -281,6 +281,8 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   if (sameTip && age < maxAge) return 'fresh';
   // Rule (c): from an older tip, but no block since touched its principal.
   if (activity && !sameTip && isLearnedFresh(entry, age, chain, activity, ttl)) return 'fresh';
+  // Rule (d): past the mempool TTL, but the mempool watcher saw no change that could alter it.
+  if (activity && entry.cls === 'mempool' && isWatchedFresh(entry, now, age, sameTip, chain, activity, ttl)) return 'fresh';
   // Only the mempool TTL is softened: after a new block a pending tx may be confirmed, so
   // entries from an older tip are never served while they refresh.
   if (entry.cls === 'mempool' && sameTip && age < maxAge + ttl.staleWhileRevalidateMs) return 'stale-while-revalidate';
@@ -305,11 +307,33 @@ export function changedByActivity(entry: CacheEntry, activity: ActivityView): bo
  * `learnedMaxMs` of age.
  */
 function isLearnedFresh(entry: CacheEntry, age: number, chain: ChainView, activity: ActivityView, ttl: TtlSettings): boolean {
-  if (entry.cls !== 'tip' || entry.principal === undefined || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
-  if (entry.tipHeight === undefined || entry.tipHash === undefined) return false;
+  if (entry.cls !== 'tip' || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
+  return isLearnedUnchanged(entry, chain, activity);
+}
+
+/** No block since the entry's tip touched its principal (and the tip is still the canonical block at its height). */
+function isLearnedUnchanged(entry: CacheEntry, chain: ChainView, activity: ActivityView): boolean {
+  if (entry.principal === undefined || entry.tipHeight === undefined || entry.tipHash === undefined) return false;
   // An entry from a branch the chain left is not "unchanged" whatever the heights say.
   if (chain.canonical?.at(entry.tipHeight)?.indexBlockHash !== entry.tipHash) return false;
   return activity.unchangedSince(entry.principal, entry.tipHeight, entry.validatedAt);
+}
+
+/**
+ * Rule (d), the mempool watcher: a `mempool` entry (a 200 or 404: not a 410 kept briefly) past its
+ * TTL is fresh while (1) the watcher compared every mempool since the entry was validated with
+ * the one before and saw no change naming its principal (no change at all, for an entry about no
+ * principal), (2) the latest poll started less than the mempool TTL ago, so what the watcher has
+ * not seen yet is never older than what the TTL alone lets through, and (3) the confirmed state
+ * it also reflects is the same: the same tip, or, for an entry about a principal, an older tip no
+ * block since touched (rule (c)'s knowledge). Up to `learnedMaxMs` of age.
+ */
+function isWatchedFresh(entry: CacheEntry, now: number, age: number, sameTip: boolean, chain: ChainView, activity: ActivityView, ttl: TtlSettings): boolean {
+  if (!activity.mempoolUnchangedSince || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
+  if (entry.status !== 200 && entry.status !== 404) return false;
+  if (!sameTip && !isLearnedUnchanged(entry, chain, activity)) return false;
+  const vouchedAt = activity.mempoolUnchangedSince(entry.principal, entry.validatedAt);
+  return vouchedAt !== undefined && now - vouchedAt < ttl.mempoolMs;
 }
 
 /** How to ask the upstream again. */

@@ -18,4 +18,11 @@ export interface ActivityView {
    * upstream would answer.
    */
   unchangedSince(principal: string, tipHeight: number, at: number): boolean;
+  /**
+   * The mempool watcher's word (chain/mempool-watcher.ts): undefined unless every poll since `at`
+   * compared the upstream's mempool with the one before and none saw a change naming `principal`
+   * (undefined principal: no change at all); else when the latest poll started (ms), which the
+   * policy requires to be within the mempool TTL. Absent without a watcher.
+   */
+  mempoolUnchangedSince?(principal: string | undefined, at: number): number | undefined;
 }

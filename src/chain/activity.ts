@@ -33,7 +33,22 @@ export interface ActivitySettings {
   settleMs: number;
   /** Blocks for which a principal a coinbase names counts as touched by every block (matured rewards). */
   coinbaseWindowBlocks: number;
+  /**
+   * How many blocks behind the believed tip an answer may be (0 with one upstream, whose answers
+   * follow the tip it reported; upstream.maxLagBlocks with several, as a lagging one may answer):
+   * an entry stamped at tip h leans on learning only from h - lagBlocks.
+   */
+  lagBlocks?: number;
 }
+
+/** What one poll of the upstream's mempool list found, compared with the poll before (mempool-watcher.ts). */
+export type MempoolPoll =
+  /** The same mempool (a 304 on its ETag). */
+  | { kind: 'unchanged'; startedAt: number; endedAt: number }
+  /** Changed, and exactly these principals' pending transactions changed (the whole mempool fit in the answer). */
+  | { kind: 'changed'; principals: Iterable<string>; startedAt: number; endedAt: number }
+  /** Changed in ways not known (the first poll, a mempool larger than one answer, an answer not understood). */
+  | { kind: 'unknown'; startedAt: number; endedAt: number };
 
 /** A canonical tip as the tracker believed it. */
 export interface TipRef {
@@ -59,6 +74,8 @@ interface PrincipalMarks {
   changedAt?: number;
   /** Highest learned block that touched it. */
   touchedHeight?: number;
+  /** Latest mempool poll (its answer's arrival, ms) that saw its pending transactions change. */
+  mempoolSeenAt?: number;
 }
 
 export class PrincipalActivity implements ActivityView {
@@ -67,6 +84,11 @@ export class PrincipalActivity implements ActivityView {
   private evictedChangedAt = Number.NEGATIVE_INFINITY;
   private evictedTouchedHeight = Number.NEGATIVE_INFINITY;
   private mempoolChangedAt = Number.NEGATIVE_INFINITY;
+  private evictedMempoolSeenAt = Number.NEGATIVE_INFINITY;
+  /** The mempool watcher: when a poll last saw any change (its answer's arrival), and when the latest poll started. */
+  private anyMempoolChangeSeenAt = Number.NEGATIVE_INFINITY;
+  private unknownMempoolChangeSeenAt = Number.NEGATIVE_INFINITY;
+  private lastMempoolPollAt: number | undefined;
 
   /** The believed tip, as the tracker last told it. */
   private tip: TipRef | undefined;
@@ -97,12 +119,35 @@ export class PrincipalActivity implements ActivityView {
   }
 
   principalChangedAfter(principal: string, at: number): boolean {
-    const changedAt = this.principals.get(principal)?.changedAt ?? this.evictedChangedAt;
-    return at < changedAt + this.settings.settleMs;
+    const changedAt = this.marksOf(principal).changedAt;
+    return changedAt !== undefined && at < changedAt + this.settings.settleMs;
   }
 
   mempoolChangedAfter(at: number): boolean {
     return at < this.mempoolChangedAt + this.settings.settleMs;
+  }
+
+  // ---- the mempool watcher ----
+
+  /**
+   * One poll of the upstream's mempool list, compared with the one before. A change is dated when
+   * the poll's answer arrived: it happened before then, and an answer validated before then may
+   * not hold it. The poll vouches for what it saw as of its start.
+   */
+  mempoolPolled(poll: MempoolPoll): void {
+    if (poll.kind !== 'unchanged') this.anyMempoolChangeSeenAt = Math.max(this.anyMempoolChangeSeenAt, poll.endedAt);
+    if (poll.kind === 'unknown') this.unknownMempoolChangeSeenAt = Math.max(this.unknownMempoolChangeSeenAt, poll.endedAt);
+    if (poll.kind === 'changed') {
+      for (const principal of poll.principals) this.mark(principal, (marks) => (marks.mempoolSeenAt = Math.max(marks.mempoolSeenAt ?? poll.endedAt, poll.endedAt)));
+    }
+    this.lastMempoolPollAt = poll.startedAt;
+  }
+
+  mempoolUnchangedSince(principal: string | undefined, at: number): number | undefined {
+    // The watcher's first poll is an 'unknown' one: nothing is vouched for before its answer.
+    if (this.lastMempoolPollAt === undefined || at < this.unknownMempoolChangeSeenAt) return undefined;
+    const seenAt = principal === undefined ? this.anyMempoolChangeSeenAt : this.marksOf(principal).mempoolSeenAt;
+    return seenAt !== undefined && at < seenAt ? undefined : this.lastMempoolPollAt;
   }
 
   // ---- blocks ----
@@ -162,10 +207,12 @@ export class PrincipalActivity implements ActivityView {
   unchangedSince(principal: string, tipHeight: number, at: number): boolean {
     const tip = this.tip;
     if (!tip || this.pending.size > 0) return false;
-    if (at < this.voidedAt || tipHeight < this.learnedFrom || tipHeight > tip.height) return false;
+    // The answer may come from an upstream up to lagBlocks behind the tip it was stamped with.
+    const from = tipHeight - (this.settings.lagBlocks ?? 0);
+    if (at < this.voidedAt || from < this.learnedFrom || tipHeight > tip.height) return false;
     if ((this.coinbaseUntil.get(principal) ?? Number.NEGATIVE_INFINITY) >= tip.height) return false;
-    const touchedHeight = this.principals.get(principal)?.touchedHeight ?? this.evictedTouchedHeight;
-    return touchedHeight <= tipHeight;
+    const touchedHeight = this.marksOf(principal).touchedHeight;
+    return touchedHeight === undefined || touchedHeight <= from;
   }
 
   /** Principals remembered now (for tests and the admin view). */
@@ -177,9 +224,23 @@ export class PrincipalActivity implements ActivityView {
     this.mark(principal, (marks) => (marks.touchedHeight = Math.max(marks.touchedHeight ?? height, height)));
   }
 
+  /**
+   * A principal's marks: its own, or, when it is not remembered (never seen, or evicted), what the
+   * evicted ones left: a principal seen again after its eviction starts from those, never from none.
+   */
+  private marksOf(principal: string): PrincipalMarks {
+    const known = this.principals.get(principal);
+    if (known) return known;
+    const inherited: PrincipalMarks = {};
+    if (Number.isFinite(this.evictedChangedAt)) inherited.changedAt = this.evictedChangedAt;
+    if (Number.isFinite(this.evictedTouchedHeight)) inherited.touchedHeight = this.evictedTouchedHeight;
+    if (Number.isFinite(this.evictedMempoolSeenAt)) inherited.mempoolSeenAt = this.evictedMempoolSeenAt;
+    return inherited;
+  }
+
   /** Updates a principal's marks and makes it the most recently touched; evicts beyond the bound. */
   private mark(principal: string, update: (marks: PrincipalMarks) => void): void {
-    const marks = this.principals.get(principal) ?? {};
+    const marks = this.marksOf(principal);
     update(marks);
     this.principals.delete(principal);
     this.principals.set(principal, marks);
@@ -189,5 +250,6 @@ export class PrincipalActivity implements ActivityView {
     this.principals.delete(oldest);
     if (evicted?.changedAt !== undefined) this.evictedChangedAt = Math.max(this.evictedChangedAt, evicted.changedAt);
     if (evicted?.touchedHeight !== undefined) this.evictedTouchedHeight = Math.max(this.evictedTouchedHeight, evicted.touchedHeight);
+    if (evicted?.mempoolSeenAt !== undefined) this.evictedMempoolSeenAt = Math.max(this.evictedMempoolSeenAt, evicted.mempoolSeenAt);
   }
 }

@@ -240,3 +240,67 @@ describe('block learning', () => {
     expect((await read(ALICE)).asked).toBe(true);
   });
 });
+
+describe('the mempool watcher', () => {
+  let upstream: ActivityUpstream;
+  let proxy: ProxyServer;
+  let clock = 1_800_000_000_000;
+  const ERIN = privateKeyToAddress(randomPrivateKey(), 'testnet');
+  const FRANK = privateKeyToAddress(randomPrivateKey(), 'testnet');
+  beforeAll(async () => {
+    upstream = await startActivityUpstream();
+    proxy = await startTestProxy({ upstreamUrls: [upstream.url], now: () => clock });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await upstream.close();
+  });
+
+  const cacheOf = async (path: string) => (await fetchRaw(proxy.url + path)).headers.get('x-cache');
+  const watch = async () => proxy.mempoolWatcher?.pollOnce();
+
+  it('keeps a principal_mempool entry fresh past its TTL while each poll finds the mempool unchanged (304), and never on an old poll', async () => {
+    expect(proxy.mempoolWatcher).toBeDefined();
+    await watch(); // the first poll: changed in ways not known
+    expect(await cacheOf(balancePath(ERIN))).toBe('MISS');
+    clock += 4_500; // past the 2 s mempool TTL and its 2 s of stale-while-revalidate
+    expect(await cacheOf(balancePath(ERIN))).toBe('REVALIDATED'); // no poll since: the TTL rules
+    const asked = upstream.count(/\/tx\/mempool\?/);
+    await watch();
+    expect(upstream.count(/\/tx\/mempool\?/)).toBe(asked + 1);
+    clock += 1_500;
+    await watch(); // a 304
+    clock += 1_500;
+    expect(await cacheOf(balancePath(ERIN))).toBe('HIT'); // 3 s old: past its TTL, but watched
+    clock += 2_000; // the latest poll is now older than the mempool TTL
+    expect(await cacheOf(balancePath(ERIN))).toBe('REVALIDATED');
+    expect(await metricValue(proxy, 'stacks_proxy_activity_upstream_requests_total', { source: 'watcher' })).toBe(upstream.count(/\/tx\/mempool\?/));
+  });
+
+  it("a change naming other principals leaves the entry fresh; one naming its principal, or the global mempool's entries, does not", async () => {
+    const missingTx = `/extended/v1/tx/0x${'ef'.repeat(32)}`;
+    await watch();
+    await fetchRaw(proxy.url + balancePath(ERIN));
+    await fetchRaw(proxy.url + balancePath(FRANK));
+    await fetchRaw(proxy.url + missingTx);
+    clock += 4_500;
+    upstream.addPending(FRANK, BOB);
+    await watch();
+    clock += 100;
+    expect(await cacheOf(balancePath(ERIN))).toBe('HIT');
+    const frank = await fetchRaw(proxy.url + balancePath(FRANK));
+    expect(frank.headers.get('x-cache')).toBe('MISS'); // asked again, and answered in full: the new pending count
+    expect(JSON.parse(frank.body.toString()).pending_txs).toBe(1);
+    expect(await cacheOf(missingTx)).toBe('MISS');
+  });
+
+  it('a mempool larger than one answer changes every mempool entry', async () => {
+    await watch();
+    await fetchRaw(proxy.url + balancePath(ERIN));
+    clock += 4_500;
+    for (let i = 0; i < 51; i++) upstream.addPending(FRANK, BOB);
+    await watch();
+    clock += 100;
+    expect(await cacheOf(balancePath(ERIN))).toBe('REVALIDATED');
+  });
+});

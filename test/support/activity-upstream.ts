@@ -50,6 +50,8 @@ export class ActivityUpstream {
   private burnHeight = 100;
   private seq = 0;
   private readonly principals = new Map<string, PrincipalState>();
+  /** Pending transactions (newest last), as /extended/v1/tx/mempool lists them. */
+  private readonly mempool: { tx_id: string; tx_status: string; tx_type: string; sender_address: string; token_transfer: { recipient_address: string } }[] = [];
   /** Paths (regex on the url) answered 500 while set. */
   failing: RegExp | undefined;
   /** Broadcasts the codec cannot read are accepted too (as a node of a newer epoch might). */
@@ -122,6 +124,13 @@ export class ActivityUpstream {
     };
   }
 
+  /** A transfer enters the mempool without passing through the proxy (another wallet's broadcast). */
+  addPending(sender: string, recipient: string): void {
+    this.mempool.push({ tx_id: this.hash('pending'), tx_status: 'pending', tx_type: 'token_transfer', sender_address: sender, token_transfer: { recipient_address: recipient } });
+    this.state(sender).pending += 1;
+    this.state(recipient).pending += 1;
+  }
+
   private state(principal: string): PrincipalState {
     let state = this.principals.get(principal);
     if (!state) this.principals.set(principal, (state = { confirmed: 0, pending: 0 }));
@@ -150,8 +159,11 @@ export class ActivityUpstream {
       const principals = broadcastPrincipals(body, req.headers['content-type']);
       if (!principals && this.acceptUndecodable) return json(200, sha(body.toString('hex')));
       if (!principals) return json(400, { error: 'transaction rejected', reason: 'Deserialization' });
-      this.state(principals[0] as string).pending += 1;
-      return json(200, sha(body.toString('hex')));
+      const [sender, recipient = sender] = principals as [string, ...string[]];
+      this.state(sender).pending += 1;
+      const txId = `0x${sha(body.toString('hex'))}`;
+      this.mempool.push({ tx_id: txId, tx_status: 'pending', tx_type: 'token_transfer', sender_address: sender, token_transfer: { recipient_address: recipient } });
+      return json(200, txId);
     }
     const tip = this.tip();
     if (path === '/extended') {
@@ -182,6 +194,11 @@ export class ActivityUpstream {
       const block = this.blocks[Number(match[1]) - 1];
       if (!block) return json(404, { error: 'block not found' });
       return json(200, { canonical: true, height: block.height, hash: block.hash, index_block_hash: block.indexBlockHash, burn_block_height: block.burnHeight });
+    }
+    if (path === '/extended/v1/tx/mempool') {
+      const limit = Number(new URLSearchParams(query).get('limit') ?? 20);
+      const results = [...this.mempool].reverse().slice(0, limit);
+      return json(200, { limit, offset: 0, total: this.mempool.length, results }, sha(this.mempool.map((tx) => tx.tx_id).join()));
     }
     if (path === '/extended/v1/tx/multiple') {
       const params = new URLSearchParams(query);
