@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { PrincipalActivity, type TipRef } from '../../src/chain/activity.js';
 import { CanonicalRecord } from '../../src/chain/canonical-record.js';
 import { evaluate, isUsableWhenFailing, type ChainView, type TtlSettings } from '../../src/cache/policy.js';
+import { coinbaseRecipients, collectPrincipals } from '../../src/chain/touched-principals.js';
 import { entry } from '../support/entries.js';
 
 const ALICE = 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7';
@@ -138,6 +139,64 @@ describe('PrincipalActivity: blocks', () => {
   });
 });
 
+describe('PrincipalActivity: the mempool watcher', () => {
+  it('vouches for nothing before its first poll, nor for entries validated before a change of unknown extent', () => {
+    const activity = new PrincipalActivity(SETTINGS);
+    expect(activity.mempoolUnchangedSince(ALICE, 5_000)).toBeUndefined();
+    activity.mempoolPolled({ kind: 'unknown', startedAt: 5_000, endedAt: 5_050 });
+    expect(activity.mempoolUnchangedSince(ALICE, 5_000)).toBeUndefined();
+    expect(activity.mempoolUnchangedSince(ALICE, 5_050)).toBe(5_000);
+    activity.mempoolPolled({ kind: 'unchanged', startedAt: 6_000, endedAt: 6_040 });
+    expect(activity.mempoolUnchangedSince(ALICE, 5_100)).toBe(6_000);
+    expect(activity.mempoolUnchangedSince(undefined, 5_100)).toBe(6_000);
+  });
+
+  it('dates a change by the answer that saw it: entries validated before then are not vouched for', () => {
+    const activity = new PrincipalActivity(SETTINGS);
+    activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_010 });
+    activity.mempoolPolled({ kind: 'changed', principals: [BOB], startedAt: 2_000, endedAt: 2_030 });
+    expect(activity.mempoolUnchangedSince(BOB, 2_020)).toBeUndefined();
+    expect(activity.mempoolUnchangedSince(BOB, 2_030)).toBe(2_000);
+    expect(activity.mempoolUnchangedSince(ALICE, 1_500)).toBe(2_000);
+    // Entries about no principal: any change counts.
+    expect(activity.mempoolUnchangedSince(undefined, 1_500)).toBeUndefined();
+  });
+
+  it('a principal evicted and seen again keeps the marks it had (eviction stays conservative)', () => {
+    const activity = new PrincipalActivity({ ...SETTINGS, maxPrincipals: 1 });
+    activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_010 });
+    activity.mempoolPolled({ kind: 'changed', principals: [BOB], startedAt: 2_000, endedAt: 2_030 });
+    activity.recordBroadcast([ALICE], 3_000); // evicts BOB
+    expect(activity.mempoolUnchangedSince(BOB, 2_020)).toBeUndefined();
+    activity.recordBroadcast([BOB], 500); // BOB again, from the inherited marks
+    expect(activity.mempoolUnchangedSince(BOB, 2_020)).toBeUndefined();
+  });
+});
+
+describe('touched principals (block learning, the mempool watcher)', () => {
+  it('finds every principal-shaped token: fields, asset ids, Clarity reprs, post-condition pairs; contract and address', () => {
+    const found = new Set<string>();
+    collectPrincipals(
+      {
+        sender_address: ALICE,
+        contract_call: { contract_id: `${BOB}.swap`, function_args: [{ repr: `(tuple (to '${ALICE}) (via '${BOB}.router-v2))` }] },
+        post_conditions: [{ principal: { type_id: 'principal_contract', address: BOB, contract_name: 'vault' } }],
+        events: [{ asset: { asset_id: `${BOB}.token::tok`, recipient: 'SPNOTANADDRESSBUTSHAPEDLIKEONEX' } }],
+        tx_id: '0xS'.padEnd(66, 'a'),
+      },
+      found,
+    );
+    expect([...found].sort()).toEqual(
+      [ALICE, BOB, `${BOB}.swap`, `${BOB}.router-v2`, `${BOB}.vault`, `${BOB}.token`, 'SPNOTANADDRESSBUTSHAPEDLIKEONEX'].sort(),
+    );
+  });
+
+  it('names a coinbase\'s sender and alternative recipient as the principals it credits later', () => {
+    expect(coinbaseRecipients({ tx_type: 'coinbase', sender_address: ALICE, coinbase_payload: { alt_recipient: BOB } })).toEqual([ALICE, BOB]);
+    expect(coinbaseRecipients({ tx_type: 'token_transfer', sender_address: ALICE })).toEqual([]);
+  });
+});
+
 describe('policy rules on principal activity', () => {
   /** A chain at tip 13 whose canonical record holds blocks 10..13. */
   const chainWith = (activity?: PrincipalActivity): ChainView => {
@@ -184,6 +243,23 @@ describe('policy rules on principal activity', () => {
     expect(evaluate({ ...alice, tipHash: '0xother11' }, 5_000, chain, TTL)).toBe('revalidate');
     // Learned freshness off (no learnedMaxMs): as before.
     expect(evaluate(alice, 5_000, chain, { ...TTL, learnedMaxMs: undefined })).toBe('revalidate');
+  });
+
+  it('rule (d): a mempool entry past its TTL is fresh while the watcher vouches for it, its latest poll is within the TTL and the tip did not move (or no block touched its principal)', () => {
+    const activity = learnedThrough(13, { 12: [BOB] });
+    activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_010 });
+    const chain = chainWith(activity);
+    const balance = atTip(13, { cls: 'mempool', principal: ALICE, validatedAt: 2_000, upstreamEtag: '"b"' });
+    activity.mempoolPolled({ kind: 'unchanged', startedAt: 5_000, endedAt: 5_010 });
+    expect(evaluate(balance, 6_500, chain, TTL)).toBe('fresh');
+    expect(evaluate(balance, 7_000, chain, TTL)).toBe('revalidate'); // the latest poll is 2 s old
+    // From an older tip no block since touched ALICE: still fresh; BOB was touched: not.
+    expect(evaluate({ ...balance, tipHash: '0xindex11', tipHeight: 11 }, 6_500, chain, TTL)).toBe('fresh');
+    expect(evaluate({ ...balance, principal: BOB, tipHash: '0xindex11', tipHeight: 11 }, 6_500, chain, TTL)).toBe('revalidate');
+    // A 410 kept briefly is not the mempool's to vouch for.
+    expect(evaluate({ ...balance, status: 410 }, 6_500, chain, TTL)).toBe('revalidate');
+    activity.mempoolPolled({ kind: 'changed', principals: [ALICE], startedAt: 6_000, endedAt: 6_010 });
+    expect(evaluate(balance, 6_500, chain, TTL)).toBe('revalidate');
   });
 
   it('without activity nothing changes', () => {
