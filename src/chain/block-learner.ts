@@ -10,9 +10,10 @@
  *   2. the events of those with `event_count > 0` (balances move through events: STX, FT and NFT
  *      transfers, mints, burns, stx_lock), `GET /extended/v1/tx/multiple?tx_id=…&event_limit=100`
  *      for 20 transactions at a time (at most `learnerMaxEventRequests` requests).
- * A block without transactions costs one request. Anything not read in full (a page or event
+ * A block whose transactions have no events costs one request. Anything not read in full (a page or event
  * list cut by a cap, an error, an answer about another block, a transaction with more events
- * than one answer carries) makes the block's touches unknown: the registry then voids all it
+ * than one answer carries, no transactions at all: the upstream's answer for a block no longer
+ * canonical) makes the block's touches unknown: the registry then voids all it
  * learned. Learning restarts on its own at the next tip. Every request is counted
  * (telemetry.activityUpstreamRequest) and sent to the upstream that gave the tip.
  */
@@ -127,6 +128,9 @@ export class BlockLearner {
         if (tx?.canonical !== true || tx.block_height !== tip.height) throw new Unknown(`${path}: a transaction not in block ${tip.height}`);
         txs.push(tx);
       }
+      // Every block holds a transaction (a coinbase or tenure change at least): an empty answer is
+      // the upstream's for a block that is no longer canonical, not an empty block.
+      if (answer.total === 0) throw new Unknown(`${path}: no transactions (the block is not canonical any more)`);
       if (txs.length >= answer.total) return txs;
       if (results.length === 0) throw new Unknown(`${path}: a page short of the total`);
     }

@@ -231,6 +231,17 @@ describe('block learning', () => {
     expect((await read(ALICE)).asked).toBe(true);
   });
 
+  it('reads a block of several pages of transactions in full', async () => {
+    await aliceCachedAndOneQuietBlock();
+    await read(CAROL);
+    const pages = upstream.count(/\/transactions\?limit=50/);
+    upstream.mine([...Array.from({ length: 60 }, () => upstream.transfer(BOB, DAVE)), upstream.transfer(BOB, CAROL)]);
+    await followTip(proxy);
+    expect(upstream.count(/\/transactions\?limit=50/)).toBe(pages + 2);
+    expect((await read(ALICE)).asked).toBe(false);
+    expect((await read(CAROL)).asked).toBe(true); // named on the second page only
+  });
+
   it("refetches after a block whose events could not be read", async () => {
     await aliceCachedAndOneQuietBlock();
     upstream.failing = /\/tx\/multiple/;
@@ -302,5 +313,29 @@ describe('the mempool watcher', () => {
     await watch();
     clock += 100;
     expect(await cacheOf(balancePath(ERIN))).toBe('REVALIDATED');
+  });
+});
+
+describe('block learning within its bounds', () => {
+  let upstream: ActivityUpstream;
+  let proxy: ProxyServer;
+  beforeAll(async () => {
+    upstream = await startActivityUpstream();
+    proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { activity: { learnerMaxTxPages: 1 } } });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await upstream.close();
+  });
+
+  it("a block with more transactions than the pages it may read is unknown: every entry learned on is asked for again", async () => {
+    await fetchRaw(proxy.url + historyPath(ALICE));
+    upstream.mine([]);
+    await followTip(proxy);
+    expect((await fetchRaw(proxy.url + historyPath(ALICE))).headers.get('x-cache')).toBe('HIT');
+    upstream.mine(Array.from({ length: 60 }, () => upstream.transfer(BOB, DAVE)));
+    await followTip(proxy);
+    expect(await metricValue(proxy, 'stacks_proxy_activity_blocks_total', { outcome: 'unknown' })).toBe(1);
+    expect((await fetchRaw(proxy.url + historyPath(ALICE))).headers.get('x-cache')).not.toBe('HIT');
   });
 });

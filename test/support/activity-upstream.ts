@@ -40,6 +40,9 @@ interface PrincipalState {
   pending: number;
 }
 
+/** The miner of every block (its tenure changes name it). */
+export const MINER = 'ST1PQHQKV0RJXZFY1DGX8MNSNYVE3VGZJSRTPGZGM';
+
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 export class ActivityUpstream {
@@ -80,9 +83,14 @@ export class ActivityUpstream {
     return this.blocks.at(-1) as Block;
   }
 
-  /** Mines a block in the current burn block (a Nakamoto block): its transactions touch their principals. */
-  mine(txs: LearnTx[]): Block {
+  /**
+   * Mines a block in the current burn block (a Nakamoto block): its transactions touch their
+   * principals. Every block holds the miner's tenure change first, as a real one holds one
+   * transaction at least.
+   */
+  mine(userTxs: LearnTx[]): Block {
     const height = this.blocks.length + 1;
+    const txs = [{ tx_id: this.hash('tx'), tx_type: 'tenure_change', sender_address: MINER, events: [] }, ...userTxs];
     const block = { height, hash: this.hash('block'), indexBlockHash: this.hash('index'), burnHeight: this.burnHeight, txs };
     this.blocks.push(block);
     for (const tx of txs) for (const principal of touched(tx)) this.state(principal).confirmed += 1;
