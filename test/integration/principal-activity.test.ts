@@ -7,6 +7,7 @@
  */
 import { makeSTXTokenTransfer, privateKeyToAddress, randomPrivateKey } from '@stacks/transactions';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BROADCAST_BODY_BYTES } from '../../src/chain/broadcast-principals.js';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { startRedis, waitFor, type TestRedis } from '../../testkit/index.js';
 import { startActivityUpstream, type ActivityUpstream } from '../support/activity-upstream.js';
@@ -26,7 +27,7 @@ async function signedTransfer(): Promise<string> {
   return tx.serialize();
 }
 
-const broadcast = (proxy: ProxyServer, body: string, contentType = 'application/json') =>
+const broadcast = (proxy: ProxyServer, body: string | Buffer, contentType = 'application/json') =>
   fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': contentType }, body });
 
 const balancePath = (principal: string) => `/extended/v1/address/${principal}/stx`;
@@ -62,8 +63,10 @@ describe('broadcast-aware invalidation (one instance)', () => {
     expect(JSON.parse(first.body.toString()).pending_txs).toBe(0);
     expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
 
-    const sent = await broadcast(proxy, JSON.stringify({ tx: await signedTransfer() }));
+    const body = JSON.stringify({ tx: await signedTransfer() });
+    const sent = await broadcast(proxy, body);
     expect(sent.status).toBe(200);
+    expect(upstream.lastBroadcast?.toString()).toBe(body); // observed, not changed
     const asked = upstream.count(/\/stx$/);
     const after = await fetchRaw(proxy.url + balancePath(SENDER));
     expect(upstream.count(/\/stx$/)).toBe(asked + 1);
@@ -113,6 +116,22 @@ describe('broadcast-aware invalidation (one instance)', () => {
     expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).not.toBe('HIT');
     // Its sender is unknown: principal entries are not touched by a mempool change alone.
     expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
+  });
+
+  it('a body larger than the node takes is forwarded whole but not decoded: the whole mempool counts as changed', async () => {
+    const missingTx = `/extended/v1/tx/0x${'12'.repeat(32)}`;
+    await fetchRaw(proxy.url + missingTx);
+    expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).toBe('HIT');
+    const huge = Buffer.alloc(MAX_BROADCAST_BODY_BYTES + 1, 0x61);
+    upstream.acceptUndecodable = true;
+    try {
+      expect((await broadcast(proxy, huge, 'application/octet-stream')).status).toBe(200);
+    } finally {
+      upstream.acceptUndecodable = false;
+    }
+    expect(upstream.lastBroadcast?.equals(huge)).toBe(true);
+    expect(await metricValue(proxy, 'stacks_proxy_broadcasts_observed_total', { outcome: 'undecodable' })).toBe(2);
+    expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).not.toBe('HIT');
   });
 });
 

@@ -59,6 +59,8 @@ export class ActivityUpstream {
   failing: RegExp | undefined;
   /** Broadcasts the codec cannot read are accepted too (as a node of a newer epoch might). */
   acceptUndecodable = false;
+  /** The body of the last POST /v2/transactions, as received. */
+  lastBroadcast: Buffer | undefined;
 
   constructor() {
     for (let i = 0; i < 3; i++) this.mine([]);
@@ -164,6 +166,7 @@ export class ActivityUpstream {
     };
     if (this.failing?.test(url)) return json(500, { error: 'failing on purpose' });
     if (req.method === 'POST' && path === '/v2/transactions') {
+      this.lastBroadcast = body;
       const principals = broadcastPrincipals(body, req.headers['content-type']);
       if (!principals && this.acceptUndecodable) return json(200, sha(body.toString('hex')));
       if (!principals) return json(400, { error: 'transaction rejected', reason: 'Deserialization' });
