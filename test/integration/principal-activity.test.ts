@@ -28,7 +28,7 @@ async function signedTransfer(): Promise<string> {
 }
 
 const broadcast = (proxy: ProxyServer, body: string | Buffer, contentType = 'application/json') =>
-  fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': contentType }, body });
+  fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : new Uint8Array(body) });
 
 const balancePath = (principal: string) => `/extended/v1/address/${principal}/stx`;
 const historyPath = (principal: string) => `/extended/v1/address/${principal}/transactions`;
