@@ -9,7 +9,10 @@ export interface ActivityView {
    * after `at` (ms): entries about it validated before then are not fresh, whatever their tip.
    */
   principalChangedAfter(principal: string, at: number): boolean;
-  /** A broadcast was accepted through the proxy after `at`: global mempool entries validated before are not fresh. */
+  /**
+   * A broadcast was accepted through the proxy (or the mempool watcher saw any change) after
+   * `at`: global mempool entries validated before are not fresh.
+   */
   mempoolChangedAfter(at: number): boolean;
   /**
    * Every block after `tipHeight` up to the current tip was learned, none touched `principal`, and

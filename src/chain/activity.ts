@@ -9,6 +9,10 @@
  *     validation for `settleMs` more: the upstream's API learns a transaction from its node a
  *     moment after the node accepted it, so an answer fetched in that moment may still be the old
  *     one and must not be kept as fresh.
+ *   - The mempool watcher's polls (mempool-watcher.ts): a change it saw naming a principal makes
+ *     that principal "changed" from the poll's answer on (no settling: the watcher read the API
+ *     itself), any change it saw makes the global mempool changed; a poll that saw none vouches
+ *     for the principals' mempool entries (`mempoolUnchangedSince`).
  *   - Blocks: for each new canonical tip, which principals its block touched (block-learner.ts).
  *     `unchangedSince(p, h, at)` is true only while every block above `h` up to the tip was
  *     learned, none touched `p`, and nothing voided the learning since: a burn block (PoX unlocks
@@ -119,12 +123,14 @@ export class PrincipalActivity implements ActivityView {
   }
 
   principalChangedAfter(principal: string, at: number): boolean {
-    const changedAt = this.marksOf(principal).changedAt;
-    return changedAt !== undefined && at < changedAt + this.settings.settleMs;
+    // Inclusive: an answer validated in the very millisecond a change was recorded may predate it.
+    // A change the mempool watcher saw needs no settling: it read the upstream's API itself.
+    const { changedAt, mempoolSeenAt } = this.marksOf(principal);
+    return (changedAt !== undefined && at <= changedAt + this.settings.settleMs) || (mempoolSeenAt !== undefined && at <= mempoolSeenAt);
   }
 
   mempoolChangedAfter(at: number): boolean {
-    return at < this.mempoolChangedAt + this.settings.settleMs;
+    return at <= this.mempoolChangedAt + this.settings.settleMs || at <= this.anyMempoolChangeSeenAt;
   }
 
   // ---- the mempool watcher ----
@@ -145,9 +151,10 @@ export class PrincipalActivity implements ActivityView {
 
   mempoolUnchangedSince(principal: string | undefined, at: number): number | undefined {
     // The watcher's first poll is an 'unknown' one: nothing is vouched for before its answer.
-    if (this.lastMempoolPollAt === undefined || at < this.unknownMempoolChangeSeenAt) return undefined;
+    // Inclusive, as principalChangedAfter: validated in the millisecond a change was seen is before it.
+    if (this.lastMempoolPollAt === undefined || at <= this.unknownMempoolChangeSeenAt) return undefined;
     const seenAt = principal === undefined ? this.anyMempoolChangeSeenAt : this.marksOf(principal).mempoolSeenAt;
-    return seenAt !== undefined && at < seenAt ? undefined : this.lastMempoolPollAt;
+    return seenAt !== undefined && at <= seenAt ? undefined : this.lastMempoolPollAt;
   }
 
   // ---- blocks ----

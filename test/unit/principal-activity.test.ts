@@ -43,10 +43,10 @@ describe('PrincipalActivity: broadcasts', () => {
   it('keeps answers validated within settleMs after a broadcast from being fresh (the API learns it a moment later)', () => {
     const activity = new PrincipalActivity(SETTINGS);
     activity.recordBroadcast([ALICE], 10_000);
-    expect(activity.principalChangedAfter(ALICE, 10_999)).toBe(true);
-    expect(activity.principalChangedAfter(ALICE, 11_000)).toBe(false);
+    expect(activity.principalChangedAfter(ALICE, 11_000)).toBe(true); // the very millisecond counts as before
+    expect(activity.principalChangedAfter(ALICE, 11_001)).toBe(false);
     expect(activity.mempoolChangedAfter(10_500)).toBe(true);
-    expect(activity.mempoolChangedAfter(11_000)).toBe(false);
+    expect(activity.mempoolChangedAfter(11_001)).toBe(false);
   });
 
   it('an undecodable broadcast changes the mempool only', () => {
@@ -145,7 +145,8 @@ describe('PrincipalActivity: the mempool watcher', () => {
     expect(activity.mempoolUnchangedSince(ALICE, 5_000)).toBeUndefined();
     activity.mempoolPolled({ kind: 'unknown', startedAt: 5_000, endedAt: 5_050 });
     expect(activity.mempoolUnchangedSince(ALICE, 5_000)).toBeUndefined();
-    expect(activity.mempoolUnchangedSince(ALICE, 5_050)).toBe(5_000);
+    expect(activity.mempoolUnchangedSince(ALICE, 5_050)).toBeUndefined(); // the very millisecond counts as before
+    expect(activity.mempoolUnchangedSince(ALICE, 5_051)).toBe(5_000);
     activity.mempoolPolled({ kind: 'unchanged', startedAt: 6_000, endedAt: 6_040 });
     expect(activity.mempoolUnchangedSince(ALICE, 5_100)).toBe(6_000);
     expect(activity.mempoolUnchangedSince(undefined, 5_100)).toBe(6_000);
@@ -156,10 +157,24 @@ describe('PrincipalActivity: the mempool watcher', () => {
     activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_010 });
     activity.mempoolPolled({ kind: 'changed', principals: [BOB], startedAt: 2_000, endedAt: 2_030 });
     expect(activity.mempoolUnchangedSince(BOB, 2_020)).toBeUndefined();
-    expect(activity.mempoolUnchangedSince(BOB, 2_030)).toBe(2_000);
+    expect(activity.mempoolUnchangedSince(BOB, 2_030)).toBeUndefined();
+    expect(activity.mempoolUnchangedSince(BOB, 2_031)).toBe(2_000);
     expect(activity.mempoolUnchangedSince(ALICE, 1_500)).toBe(2_000);
     // Entries about no principal: any change counts.
     expect(activity.mempoolUnchangedSince(undefined, 1_500)).toBeUndefined();
+  });
+
+  it('a change the watcher saw makes its principals changed (no settling), and any change the global mempool', () => {
+    const activity = new PrincipalActivity(SETTINGS);
+    activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_010 });
+    expect(activity.mempoolChangedAfter(1_010)).toBe(true);
+    expect(activity.principalChangedAfter(BOB, 1_005)).toBe(false); // a change of unknown extent names nobody: the TTL rules
+    activity.mempoolPolled({ kind: 'changed', principals: [BOB], startedAt: 2_000, endedAt: 2_030 });
+    expect(activity.principalChangedAfter(BOB, 2_030)).toBe(true);
+    expect(activity.principalChangedAfter(BOB, 2_031)).toBe(false);
+    expect(activity.principalChangedAfter(ALICE, 2_000)).toBe(false);
+    expect(activity.mempoolChangedAfter(2_030)).toBe(true);
+    expect(activity.mempoolChangedAfter(2_031 + SETTINGS.settleMs)).toBe(false);
   });
 
   it('a principal evicted and seen again keeps the marks it had (eviction stays conservative)', () => {
@@ -219,7 +234,7 @@ describe('policy rules on principal activity', () => {
     // Another principal's entry is untouched.
     expect(evaluate({ ...nonce, principal: BOB }, 10_500, chainWith(activity), TTL)).toBe('fresh');
     // Validated after the broadcast settled: fresh again.
-    expect(evaluate({ ...nonce, validatedAt: 11_400 }, 11_500, chainWith(activity), TTL)).toBe('fresh');
+    expect(evaluate({ ...nonce, validatedAt: 11_401 }, 11_500, chainWith(activity), TTL)).toBe('fresh');
   });
 
   it('rule (b): a mempool entry about no principal validated before a broadcast is not fresh; tip entries are not affected', () => {
