@@ -89,6 +89,8 @@ export class PrincipalActivity implements ActivityView {
   private evictedTouchedHeight = Number.NEGATIVE_INFINITY;
   private mempoolChangedAt = Number.NEGATIVE_INFINITY;
   private evictedMempoolSeenAt = Number.NEGATIVE_INFINITY;
+  /** The marks of every principal not remembered (from the watermarks above). */
+  private inherited: PrincipalMarks = {};
   /** The mempool watcher: when a poll last saw any change (its answer's arrival), and when the latest poll started. */
   private anyMempoolChangeSeenAt = Number.NEGATIVE_INFINITY;
   private unknownMempoolChangeSeenAt = Number.NEGATIVE_INFINITY;
@@ -233,21 +235,16 @@ export class PrincipalActivity implements ActivityView {
 
   /**
    * A principal's marks: its own, or, when it is not remembered (never seen, or evicted), what the
-   * evicted ones left: a principal seen again after its eviction starts from those, never from none.
+   * evicted ones left (`inherited`, shared: read only): a principal seen again after its eviction
+   * starts from those, never from none. No allocation: this runs on the hit path.
    */
   private marksOf(principal: string): PrincipalMarks {
-    const known = this.principals.get(principal);
-    if (known) return known;
-    const inherited: PrincipalMarks = {};
-    if (Number.isFinite(this.evictedChangedAt)) inherited.changedAt = this.evictedChangedAt;
-    if (Number.isFinite(this.evictedTouchedHeight)) inherited.touchedHeight = this.evictedTouchedHeight;
-    if (Number.isFinite(this.evictedMempoolSeenAt)) inherited.mempoolSeenAt = this.evictedMempoolSeenAt;
-    return inherited;
+    return this.principals.get(principal) ?? this.inherited;
   }
 
   /** Updates a principal's marks and makes it the most recently touched; evicts beyond the bound. */
   private mark(principal: string, update: (marks: PrincipalMarks) => void): void {
-    const marks = this.marksOf(principal);
+    const marks = this.principals.get(principal) ?? { ...this.inherited };
     update(marks);
     this.principals.delete(principal);
     this.principals.set(principal, marks);
@@ -258,5 +255,14 @@ export class PrincipalActivity implements ActivityView {
     if (evicted?.changedAt !== undefined) this.evictedChangedAt = Math.max(this.evictedChangedAt, evicted.changedAt);
     if (evicted?.touchedHeight !== undefined) this.evictedTouchedHeight = Math.max(this.evictedTouchedHeight, evicted.touchedHeight);
     if (evicted?.mempoolSeenAt !== undefined) this.evictedMempoolSeenAt = Math.max(this.evictedMempoolSeenAt, evicted.mempoolSeenAt);
+    this.inherited = this.inheritedMarks();
+  }
+
+  private inheritedMarks(): PrincipalMarks {
+    const inherited: PrincipalMarks = {};
+    if (Number.isFinite(this.evictedChangedAt)) inherited.changedAt = this.evictedChangedAt;
+    if (Number.isFinite(this.evictedTouchedHeight)) inherited.touchedHeight = this.evictedTouchedHeight;
+    if (Number.isFinite(this.evictedMempoolSeenAt)) inherited.mempoolSeenAt = this.evictedMempoolSeenAt;
+    return inherited;
   }
 }
