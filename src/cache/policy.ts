@@ -273,7 +273,8 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   if (purgedByReorg(entry, chain.reorgs)) return 'purged';
   if (entry.cls === 'final') return isFinalNow(entry, chain) ? 'fresh' : entry.upstreamEtag ? 'revalidate' : 'refetch';
   const activity = chain.activity;
-  // Rules (a) and (b): what a broadcast changed is asked for again at once, never served stale.
+  // Rules (a) and (b): what a broadcast (or a mempool change the watcher saw) changed is asked
+  // for again at once, never served stale.
   if (activity && changedByActivity(entry, activity)) return entry.upstreamEtag ? 'revalidate' : 'refetch';
   const maxAge = entry.cls === 'tip' ? ttl.tipSafetyMs : ttl.mempoolMs;
   const sameTip = chain.tipHash === undefined || entry.tipHash === chain.tipHash;
@@ -291,9 +292,10 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
 
 /**
  * Rules (a) and (b) of principal activity (chain/activity-view.ts): (a) an entry about a principal
- * a broadcast named after the entry was validated; (b) a mempool entry about no principal (the
- * global mempool routes, a transaction not found, which may be the one just broadcast) validated
- * before a broadcast. Either is what the upstream now answers differently.
+ * a broadcast (or a mempool change the watcher saw) named after the entry was validated; (b) a
+ * mempool entry about no principal (the global mempool routes, a transaction not found, which may
+ * be the one just broadcast) validated before a broadcast or any change the watcher saw. Either is
+ * what the upstream may now answer differently.
  */
 export function changedByActivity(entry: CacheEntry, activity: ActivityView): boolean {
   if (entry.principal !== undefined) return activity.principalChangedAfter(entry.principal, entry.validatedAt);
