@@ -362,10 +362,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
     const trackerStopped = tracker.stop();
-    const watcherStopped = activity?.watcher?.stop();
+    activity?.watcher?.stop();
     await drained;
     await trackerStopped;
-    await watcherStopped;
     await admin.channel?.close();
     await activity?.channel?.close();
     await store.close();

@@ -55,10 +55,10 @@ export class MempoolWatcher {
     this.schedule();
   }
 
-  async stop(): Promise<void> {
+  /** No more polls; one in flight is not waited for (the upstream client's close ends it). */
+  stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.polling;
   }
 
   private schedule(): void {
