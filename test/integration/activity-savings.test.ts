@@ -64,3 +64,52 @@ describe('learned freshness, measured', () => {
     expect(learned.upstream + learned.learner).toBeLessThan(revalidated.upstream);
   });
 });
+
+async function watchRun(watch: boolean): Promise<{ reads: number; upstream: number; watcher: number }> {
+  let clock = 1_800_000_000_000;
+  const upstream = await startActivityUpstream();
+  const proxy: ProxyServer = await startTestProxy({ upstreamUrls: [upstream.url], now: () => clock, overrides: { activity: { watchMempool: watch } } });
+  let reads = 0;
+  let oracle = 0;
+  try {
+    await proxy.mempoolWatcher?.pollOnce();
+    const before = upstream.count(/\/address\//);
+    for (let second = 0; second < SECONDS; second++) {
+      clock += 1_000;
+      await proxy.mempoolWatcher?.pollOnce();
+      // Another wallet's transfer enters the mempool every fifth second: two principals change.
+      if (second % 5 === 4) {
+        upstream.addPending(PRINCIPALS[second % PRINCIPALS.length] as string, PRINCIPALS[(second + 1) % PRINCIPALS.length] as string);
+        await proxy.mempoolWatcher?.pollOnce();
+      }
+      for (const p of PRINCIPALS) {
+        const path = `/extended/v1/address/${p}/stx`;
+        const served = await fetchRaw(proxy.url + path);
+        reads++;
+        // Mempool answers not seen by a watcher may be up to the TTL old: compared only with it on.
+        if (watch) {
+          oracle++;
+          expect(served.body.toString()).toBe((await fetchRaw(upstream.url + path)).body.toString());
+        }
+      }
+    }
+    const watcher = await metricValue(proxy, 'stacks_proxy_activity_upstream_requests_total', { source: 'watcher' });
+    return { reads, upstream: upstream.count(/\/address\//) - before - oracle, watcher };
+  } finally {
+    await proxy.close();
+    await upstream.close();
+  }
+}
+const SECONDS = 30;
+
+describe('the mempool watcher, measured', () => {
+  it('asks the upstream less for principal_mempool entries than their 2 s TTL does, its own polls included', async () => {
+    const watched = await watchRun(true);
+    const ttl = await watchRun(false);
+    console.log(
+      `balance reads over ${SECONDS} s (one per principal per second): ${watched.reads}; upstream requests with the watcher ${watched.upstream} + polls ${watched.watcher}` +
+        ` = ${watched.upstream + watched.watcher}; with the TTL alone ${ttl.upstream}`,
+    );
+    expect(watched.upstream + watched.watcher).toBeLessThan(ttl.upstream);
+  });
+});
