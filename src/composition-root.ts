@@ -40,6 +40,12 @@ import { MemoryBudget, type Budget } from './limits/budget.js';
 import { TrustedProxies } from './limits/client-identity.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { UPSTREAM_DEPRECATION_WARNING } from './routes/route-spec.js';
+import { PrincipalActivity } from './chain/activity.js';
+import { BlockLearner } from './chain/block-learner.js';
+import { MempoolWatcher } from './chain/mempool-watcher.js';
+import { ActivityAnnouncements, activityChannelName } from './cache/activity-announcements.js';
+import { createBroadcastObserver } from './http/broadcast-observer.js';
+import type { BroadcastSink } from './http/passthrough.js';
 
 export interface ProxyServer {
   url: string;
@@ -57,6 +63,14 @@ export interface ProxyServer {
   purger: Purger;
   /** Settles once this instance hears purges announced by its peers (at once without Redis). */
   purgeChannelSubscribed: Promise<void>;
+  /** Principals' activity (broadcasts, learned blocks); undefined with activity.enabled off. */
+  activity?: PrincipalActivity;
+  /** Broadcast touches shared with the peers over Redis (undefined without Redis or activity). */
+  activityAnnouncements?: ActivityAnnouncements;
+  /** The mempool watcher (activity.watchMempool with a single upstream), for tests that drive its polls. */
+  mempoolWatcher?: MempoolWatcher;
+  /** Settles once this instance hears its peers' broadcast touches (at once without Redis). */
+  activityChannelSubscribed: Promise<void>;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
@@ -142,6 +156,50 @@ function createAdmin(
   return { purger, channel, handleRequest };
 }
 
+/**
+ * Principal activity (issue 15): the registry the policy reads through the chain view, the block
+ * learner on the tracker's new tips, the broadcast observer the passthrough tells, and, with
+ * Redis, the channel on which the instances share broadcast touches.
+ */
+function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstream: UpstreamClient; redis: RedisStore | undefined; clock: Clock; telemetry: Telemetry }) {
+  const settings = config.activity;
+  if (!settings.enabled) return undefined;
+  const { tracker, upstream, redis, clock, telemetry } = parts;
+  // With several upstreams a lagging one (within upstream.maxLagBlocks) may answer a read.
+  const single = config.upstream.urls.length === 1;
+  const activity = new PrincipalActivity({ ...settings, lagBlocks: single ? 0 : config.upstream.maxLagBlocks });
+  tracker.attachActivity(activity);
+  if (settings.learnBlocks) {
+    const learner = new BlockLearner({
+      source: upstream,
+      activity,
+      settings: { maxTxPages: settings.learnerMaxTxPages, maxEventRequests: settings.learnerMaxEventRequests },
+      clock,
+      telemetry,
+    });
+    tracker.onNewTip((tip, origin, reorg) => learner.onTip(tip, origin, reorg));
+  }
+  // The watcher vouches for the mempool of the upstream it polls: only when that one answers every read.
+  const watcher =
+    settings.watchMempool && single
+      ? new MempoolWatcher({ source: upstream, origin: new URL(config.upstream.urls[0] as string).origin, activity, intervalMs: config.chainTip.pollIntervalMs, clock, telemetry })
+      : undefined;
+  const keyPrefix = config.cache.keyPrefix;
+  const announcements = redis ? new ActivityAnnouncements({ activity, publish: (channel, message) => redis.publish(channel, message), keyPrefix, clock, telemetry }) : undefined;
+  const channel =
+    config.redis.url === null || !announcements
+      ? undefined
+      : new RedisPurgeChannel({
+          url: config.redis.url,
+          commandTimeoutMs: config.redis.commandTimeoutMs,
+          channel: activityChannelName(keyPrefix),
+          onMessage: (message) => announcements.apply(message),
+          telemetry,
+        });
+  const broadcasts: BroadcastSink = createBroadcastObserver({ activity, clock, telemetry, announce: announcements ? (principals) => announcements.announce(principals) : undefined });
+  return { activity, announcements, channel, broadcasts, watcher };
+}
+
 /** Rate limits (issue 9): with Redis one budget shared by every instance, else this process's own. */
 function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, logger: Logger): { limiter: RateLimiter; budget: Budget } | undefined {
   const settings = config.rateLimit;
@@ -192,6 +250,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     telemetry,
   );
 
+  const activity = createActivity(config, { tracker, upstream, redis, clock: now, telemetry });
   const chain = () => tracker.view();
   const sharedFlight =
     redis && config.cache.sharedSingleFlight.enabled
@@ -253,6 +312,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         // The operator's headers (x-api-key, configured per upstream): the same ones reads and
         // tip polls send, on passthrough requests and WebSocket upgrades too.
         operatorHeaders: (origin) => upstreamHeadersFor(origin, config.upstream),
+        broadcasts: activity?.broadcasts,
       })
     : undefined;
 
@@ -273,6 +333,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   await tracker.pollOnce();
   tracker.start();
+  activity?.watcher?.start();
   const http = await startHttpServer(handleRequest, {
     port: config.server.port,
     host: config.server.host,
@@ -303,9 +364,11 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
     const trackerStopped = tracker.stop();
+    activity?.watcher?.stop();
     await drained;
     await trackerStopped;
     await admin.channel?.close();
+    await activity?.channel?.close();
     await store.close();
     await limits?.budget.close();
     await upstream.close();
@@ -320,6 +383,10 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     adminPort: adminHttp.port,
     purger: admin.purger,
     purgeChannelSubscribed: admin.channel?.subscribed ?? Promise.resolve(),
+    activity: activity?.activity,
+    activityAnnouncements: activity?.announcements,
+    activityChannelSubscribed: activity?.channel?.subscribed ?? Promise.resolve(),
+    mempoolWatcher: activity?.watcher,
     telemetry,
     tracker,
     store,

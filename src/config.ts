@@ -165,6 +165,9 @@ export const ConfigSchema = z
             mempoolMs: positiveInt.describe('How long a mempool entry is fresh'),
             staleWhileRevalidateMs: nonNegativeInt.describe('After mempool expiry, how long the old copy is served while one refresh runs'),
             retainExpiredMs: nonNegativeInt.describe('How long expired entries are kept for revalidation and stale-if-error'),
+            learnedMaxMs: positiveInt.describe(
+              'Learned freshness: a tip entry about a principal that no block since touched (README "Principal activity") stays fresh across new tips up to this age',
+            ),
           })
           .strict(),
         staleIfErrorMs: nonNegativeInt.describe('How long past expiry an entry may be served when every upstream fails'),
@@ -203,6 +206,19 @@ export const ConfigSchema = z
         pollTimeoutMs: positiveInt.describe('Longest one upstream tip poll is waited for'),
         maxJumpBlocks: positiveInt.describe('A tip further ahead than this waits for confirmation'),
         reorgMaxWalk: positiveInt.describe('How far back a reorg fork point is searched'),
+      })
+      .strict(),
+    // Principal activity (issue 15): README "Principal activity (broadcasts and block learning)".
+    activity: z
+      .object({
+        enabled: z.boolean().describe('Track principal activity: broadcasts through the proxy, and what each new block touched'),
+        maxPrincipals: positiveInt.describe('Principals remembered at most (about 300 bytes each); the least recently touched is evicted, and counts as changed'),
+        settleMs: nonNegativeInt.describe("After a broadcast the upstream accepted, answers about its principals (and the global mempool) validated within this long are not kept fresh: the upstream's API learns the transaction a moment after its node"),
+        coinbaseWindowBlocks: nonNegativeInt.describe('Blocks for which principals a coinbase names count as touched by every block (matured miner rewards credit them without a transaction)'),
+        learnBlocks: z.boolean().describe("Learn each new block's touched principals from the upstream (learned freshness); false: broadcasts only"),
+        learnerMaxTxPages: positiveInt.describe("Pages of a block's transactions (50 each) read at most; a larger block's touches are unknown (learning restarts)"),
+        learnerMaxEventRequests: nonNegativeInt.describe("Requests for a block's transaction events (tx/multiple, 20 transactions each) at most; beyond, the block's touches are unknown"),
+        watchMempool: z.boolean().describe("Poll the upstream's mempool list (one request per tip poll interval, If-None-Match) so that mempool entries the mempool did not change stay fresh past their TTL; only with a single upstream"),
       })
       .strict(),
     passthrough: z

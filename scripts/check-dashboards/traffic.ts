@@ -1,6 +1,7 @@
 /** The traffic mix: one round of requests moves every metric the dashboards show. */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { makeSTXTokenTransfer, privateKeyToAddress, randomPrivateKey } from '@stacks/transactions';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
 import { ADMIN_TOKEN, MAX_ATTEMPTS, MEMPOOL_TTL_MS, STALE_WHILE_REVALIDATE_MS } from './proxies.js';
@@ -49,6 +50,10 @@ const OVERLOAD_BURST = 5;
 
 type Failure = { status: number } | 'reset';
 
+/** Who broadcasts (principal activity: stacks_proxy_broadcasts_observed_total and the announcements). */
+const BROADCAST_KEY = randomPrivateKey();
+const BROADCAST_RECIPIENT = privateKeyToAddress(randomPrivateKey(), 'testnet');
+
 export class TrafficMix {
   private rounds = 0;
 
@@ -69,6 +74,7 @@ export class TrafficMix {
     await this.expireMempoolEntries();
     await this.confirmSiblings();
     await this.purgeThroughAdmin();
+    await this.broadcast();
     await this.moveChain();
   }
 
@@ -142,6 +148,18 @@ export class TrafficMix {
       if (response.status !== 200) throw new Error(`admin purge answered ${response.status}: ${await response.text()}`);
     };
     await Promise.all([purge(), purge(), purge()]);
+  }
+
+  /** A signed transfer broadcast through the main instance: decoded, and its touch announced to the peer over Redis. */
+  private async broadcast(): Promise<void> {
+    const tx = await makeSTXTokenTransfer({ recipient: BROADCAST_RECIPIENT, amount: 1n, senderKey: BROADCAST_KEY, network: 'testnet', fee: 200n, nonce: BigInt(this.rounds) });
+    const response = await fetch(`${this.main.url}/v2/transactions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tx: tx.serialize() }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await response.arrayBuffer();
   }
 
   /**

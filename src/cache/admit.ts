@@ -137,6 +137,7 @@ export function admit(input: AdmitInput): Admission {
     etag: upstreamEtag ?? bodyEtag(response.body),
     ...stamp(classification, input.asked),
   };
+  if (input.facts.principal !== undefined) entry.principal = input.facts.principal;
   // A transaction is stored once for /tx/{id} and tx/multiple: the list needs its place.
   if (input.freshness === 'transaction' && response.status === 200) {
     entry.listItem = { found: true, minedHeight: minedHeightOf(classification, parsed.json), unwrapped: true };

@@ -28,12 +28,19 @@ export interface CacheEntry {
    * otherwise the body is the member's bytes as a list sent them (lists only).
    */
   listItem?: { found: boolean; minedHeight?: number; unwrapped?: boolean };
+  /**
+   * The principal the answer is about (an address route's principal): what a broadcast naming it,
+   * or a block that touched it, makes stale (chain/activity-view.ts, policy.ts `evaluate`).
+   */
+  principal?: string;
 }
 
 const MAGIC = 0x53; // 'S'
 // 3: a final entry is admitted only when the block it names is the verified canonical one;
 // entries a version 2 proxy stored as final were not, and are not read (a miss, counted).
-const FORMAT_VERSION = 3;
+// 4: entries carry the principal they are about (issue 15); a version 3 entry has none, so a
+// broadcast naming its principal would not make it stale: not read (a miss, counted).
+const FORMAT_VERSION = 4;
 const HEADER_BYTES = 10; // magic, version, uint32 meta length, uint32 body length
 
 type EntryMeta = Omit<CacheEntry, 'body'>;
@@ -115,6 +122,7 @@ export function entryCost(key: string, entry: CacheEntry): number {
   if (entry.upstreamEtag !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.upstreamEtag);
   if (entry.tipHash !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.tipHash);
   if (entry.listItem !== undefined) heapBytes += 4 * PROPERTY_BYTES;
+  if (entry.principal !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.principal);
   return Math.ceil(HEAP_HEADROOM * heapBytes) + OWNED_BODY_BYTES + entry.body.length;
 }
 

@@ -4,6 +4,7 @@
  * manner of http-cache-semantics' evaluateRequest. No I/O; time and chain state come in as
  * arguments.
  */
+import type { ActivityView } from '../chain/activity-view.js';
 import type { BlockRef, ChainView, ReorgRecord } from '../chain/view.js';
 import type { FreshnessRules, RequestFacts } from '../routes/route-spec.js';
 import { parseBoundedJson } from '../upstream/bounded-json.js';
@@ -19,6 +20,11 @@ export interface TtlSettings {
   staleWhileRevalidateMs: number;
   /** How long an expired entry is kept for revalidation (and, later, stale-if-error). */
   retainExpiredMs: number;
+  /**
+   * Learned freshness (issue 15): a `tip` entry about a principal that no block since touched
+   * (chain/activity.ts) stays fresh across new tips, up to this age. Absent: off.
+   */
+  learnedMaxMs?: number;
 }
 
 export interface Classification {
@@ -266,14 +272,70 @@ export function isFinalNow(entry: CacheEntry, chain: ChainView): boolean {
 export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: TtlSettings): Verdict {
   if (purgedByReorg(entry, chain.reorgs)) return 'purged';
   if (entry.cls === 'final') return isFinalNow(entry, chain) ? 'fresh' : entry.upstreamEtag ? 'revalidate' : 'refetch';
+  const activity = chain.activity;
+  // Rules (a) and (b): what a broadcast (or a mempool change the watcher saw) changed is asked
+  // for again at once, never served stale.
+  if (activity && changedByActivity(entry, activity)) return entry.upstreamEtag ? 'revalidate' : 'refetch';
   const maxAge = entry.cls === 'tip' ? ttl.tipSafetyMs : ttl.mempoolMs;
   const sameTip = chain.tipHash === undefined || entry.tipHash === chain.tipHash;
   const age = now - entry.validatedAt;
   if (sameTip && age < maxAge) return 'fresh';
+  // Rule (c): from an older tip, but no block since touched its principal.
+  if (activity && !sameTip && isLearnedFresh(entry, age, chain, activity, ttl)) return 'fresh';
+  // Rule (d): past the mempool TTL, but the mempool watcher saw no change that could alter it.
+  if (activity && entry.cls === 'mempool' && isWatchedFresh(entry, now, age, sameTip, chain, activity, ttl)) return 'fresh';
   // Only the mempool TTL is softened: after a new block a pending tx may be confirmed, so
   // entries from an older tip are never served while they refresh.
   if (entry.cls === 'mempool' && sameTip && age < maxAge + ttl.staleWhileRevalidateMs) return 'stale-while-revalidate';
   return entry.upstreamEtag ? 'revalidate' : 'refetch';
+}
+
+/**
+ * Rules (a) and (b) of principal activity (chain/activity-view.ts): (a) an entry about a principal
+ * a broadcast (or a mempool change the watcher saw) named after the entry was validated; (b) a
+ * mempool entry about no principal (the global mempool routes, a transaction not found, which may
+ * be the one just broadcast) validated before a broadcast or any change the watcher saw. Either is
+ * what the upstream may now answer differently.
+ */
+export function changedByActivity(entry: CacheEntry, activity: ActivityView): boolean {
+  if (entry.principal !== undefined) return activity.principalChangedAfter(entry.principal, entry.validatedAt);
+  return entry.cls === 'mempool' && activity.mempoolChangedAfter(entry.validatedAt);
+}
+
+/**
+ * Rule (c), learned freshness: a `tip` entry about a principal, validated at an older tip that is
+ * still the canonical block at its height, stays fresh while every block since was learned and
+ * none touched the principal (nor a burn block, reorg or gap voided that knowledge), up to
+ * `learnedMaxMs` of age.
+ */
+function isLearnedFresh(entry: CacheEntry, age: number, chain: ChainView, activity: ActivityView, ttl: TtlSettings): boolean {
+  if (entry.cls !== 'tip' || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
+  return isLearnedUnchanged(entry, chain, activity);
+}
+
+/** No block since the entry's tip touched its principal (and the tip is still the canonical block at its height). */
+function isLearnedUnchanged(entry: CacheEntry, chain: ChainView, activity: ActivityView): boolean {
+  if (entry.principal === undefined || entry.tipHeight === undefined || entry.tipHash === undefined) return false;
+  // An entry from a branch the chain left is not "unchanged" whatever the heights say.
+  if (chain.canonical?.at(entry.tipHeight)?.indexBlockHash !== entry.tipHash) return false;
+  return activity.unchangedSince(entry.principal, entry.tipHeight, entry.validatedAt);
+}
+
+/**
+ * Rule (d), the mempool watcher: a `mempool` entry (a 200 or 404: not a 410 kept briefly) past its
+ * TTL is fresh while (1) the watcher compared every mempool since the entry was validated with
+ * the one before and saw no change naming its principal (no change at all, for an entry about no
+ * principal), (2) the latest poll started less than the mempool TTL ago, so what the watcher has
+ * not seen yet is never older than what the TTL alone lets through, and (3) the confirmed state
+ * it also reflects is the same: the same tip, or, for an entry about a principal, an older tip no
+ * block since touched (rule (c)'s knowledge). Up to `learnedMaxMs` of age.
+ */
+function isWatchedFresh(entry: CacheEntry, now: number, age: number, sameTip: boolean, chain: ChainView, activity: ActivityView, ttl: TtlSettings): boolean {
+  if (!activity.mempoolUnchangedSince || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
+  if (entry.status !== 200 && entry.status !== 404) return false;
+  if (!sameTip && !isLearnedUnchanged(entry, chain, activity)) return false;
+  const vouchedAt = activity.mempoolUnchangedSince(entry.principal, entry.validatedAt);
+  return vouchedAt !== undefined && now - vouchedAt < ttl.mempoolMs;
 }
 
 /** How to ask the upstream again. */
@@ -332,6 +394,8 @@ export interface StaleSettings {
 export function isUsableWhenFailing(entry: CacheEntry, now: number, chain: ChainView, ttl: TtlSettings, stale: StaleSettings): boolean {
   if (purgedByReorg(entry, chain.reorgs)) return false;
   if (entry.cls === 'final') return true;
+  // Never the nonce or mempool list from before a broadcast the upstream accepted.
+  if (chain.activity && changedByActivity(entry, chain.activity)) return false;
   const maxAge = entry.cls === 'tip' ? ttl.tipSafetyMs : ttl.mempoolMs;
   if (now - entry.validatedAt > maxAge + stale.staleIfErrorMs) return false;
   if (entry.cls !== 'tip' || entry.tipHeight === undefined || chain.tipHeight === undefined) return true;

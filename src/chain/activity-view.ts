@@ -9,7 +9,10 @@ export interface ActivityView {
    * after `at` (ms): entries about it validated before then are not fresh, whatever their tip.
    */
   principalChangedAfter(principal: string, at: number): boolean;
-  /** A broadcast was accepted through the proxy after `at`: global mempool entries validated before are not fresh. */
+  /**
+   * A broadcast was accepted through the proxy (or the mempool watcher saw any change) after
+   * `at`: global mempool entries validated before are not fresh.
+   */
   mempoolChangedAfter(at: number): boolean;
   /**
    * Every block after `tipHeight` up to the current tip was learned, none touched `principal`, and
@@ -18,4 +21,11 @@ export interface ActivityView {
    * upstream would answer.
    */
   unchangedSince(principal: string, tipHeight: number, at: number): boolean;
+  /**
+   * The mempool watcher's word (chain/mempool-watcher.ts): undefined unless every poll since `at`
+   * compared the upstream's mempool with the one before and none saw a change naming `principal`
+   * (undefined principal: no change at all); else when the latest poll started (ms), which the
+   * policy requires to be within the mempool TTL. Absent without a watcher.
+   */
+  mempoolUnchangedSince?(principal: string | undefined, at: number): number | undefined;
 }

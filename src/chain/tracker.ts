@@ -20,9 +20,12 @@ import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
 import { ParentWalks, type WalkResult } from './jump-walk.js';
 import { ReorgLog } from './reorg-log.js';
 import { TipEvidence } from './tip-evidence.js';
+import type { ActivityView } from './activity-view.js';
 import type { BlockRef, CanonicalBlock, ChainTip, ChainView } from './view.js';
 
 export type { ChainTip } from './view.js';
+
+export type TipListener = (tip: ChainTip, origin: string, reorg: boolean) => void;
 
 export interface ChainTipSettings {
   pollIntervalMs: number;
@@ -87,6 +90,10 @@ export class ChainTipTracker {
   /** Answers are judged one at a time, in the order they arrive. */
   private judging: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  /** Principals' activity, published with the chain view for the policy (attachActivity). */
+  private activity: ActivityView | undefined;
+  /** Told of each newly believed tip, in the turn it is published (see onNewTip). */
+  private readonly tipListeners: TipListener[] = [];
 
   constructor(
     private readonly upstream: TipSource,
@@ -97,6 +104,21 @@ export class ChainTipTracker {
   ) {
     this.finality = new FinalityWatermark(settings.burnConfirmations);
     this.evidence = new TipEvidence({ maxJumpBlocks: settings.maxJumpBlocks });
+  }
+
+  /**
+   * `listener` is called with each newly believed tip (`reorg`: it does not extend the previous
+   * one), synchronously, just before the tip is published: nothing decides on the new tip
+   * before the listener has seen it. It must not throw or block (errors are dropped).
+   */
+  onNewTip(listener: TipListener): void {
+    this.tipListeners.push(listener);
+  }
+
+  /** The activity registry the policy reads through ChainView.activity (none: the view carries none). */
+  attachActivity(activity: ActivityView): void {
+    this.activity = activity;
+    this.publish();
   }
 
   get tip(): ChainTip | undefined {
@@ -268,7 +290,8 @@ export class ChainTipTracker {
   private async advanceTo(next: ChainTip, origin: string): Promise<void> {
     const previous = this.current;
     const hashAt = (height: number) => this.canonicalHashAt(height, origin);
-    if (previous && !(await extendsTip(previous, next.height, hashAt))) {
+    const reorg = previous !== undefined && !(await extendsTip(previous, next.height, hashAt));
+    if (previous && reorg) {
       // A reorg, or the correction of a wrong tip: what was validated under the old one is suspect.
       const forkHeight = await findForkHeight(Math.min(previous.height, next.height), this.settings.reorgMaxWalk, this.history, hashAt);
       const record = { at: this.clock(), forkHeight };
@@ -283,6 +306,13 @@ export class ChainTipTracker {
     // A tip poll without a burn height (read as 0) says nothing of where its block is anchored.
     if (next.burnHeight > 0) this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
     this.telemetry.tipChanged(next);
+    for (const listener of this.tipListeners) {
+      try {
+        listener(next, origin, reorg);
+      } catch {
+        // A listener's fault must not stop the tip (its own state stays conservative).
+      }
+    }
     // Published at once: entries validated from here on carry the new tip.
     this.publish();
   }
@@ -339,5 +369,6 @@ export class ChainTipTracker {
       canonical: this.record,
       reorgs: this.reorgs.list(),
     };
+    if (this.activity) this.snapshot.activity = this.activity;
   }
 }

@@ -1,3 +1,5 @@
+import type { ActivityView } from './activity-view.js';
+
 /**
  * The chain model as the cache policy sees it: the tip, the reorgs seen so far, the finality
  * watermark and the canonical blocks the proxy has verified. Pure types; src/chain/tracker.ts
@@ -63,4 +65,10 @@ export interface ChainView {
    */
   canonical?: CanonicalLookup;
   reorgs: readonly ReorgRecord[];
+  /**
+   * Principals' activity beyond the tip (broadcasts through the proxy, what blocks touched):
+   * the registry of chain/activity.ts, set by the composition root. Absent: the policy decides
+   * by tip and TTL alone.
+   */
+  activity?: ActivityView;
 }

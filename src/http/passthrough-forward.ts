@@ -36,10 +36,18 @@ class ClientGone extends Error {
  * Sends `req` to `origin` with `headers` (forward-policy.ts, framing not included) and answers
  * `res`; `answerHeaders` (a name-value list: the request id, ratelimit-*) go on every answer.
  */
-export type ForwardHttp = (req: IncomingMessage, res: ServerResponse, origin: string, headers: Record<string, string>, answerHeaders: readonly string[]) => void;
+export type ForwardHttp = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  origin: string,
+  headers: Record<string, string>,
+  answerHeaders: readonly string[],
+  /** Told the upstream's status once its answer's head arrives (before the client sees it), or undefined when none came. */
+  onAnswer?: (status: number | undefined) => void,
+) => void;
 
 export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
-  return (req, res, origin, headers, answerHeaders) => {
+  return (req, res, origin, headers, answerHeaders, onAnswer) => {
     const framing = requestBodyFraming(req.method ?? 'GET', req.headers);
     // Node reads a dropped body to find the next request on the connection; nothing of it goes on.
     if (framing.kind === 'none') req.resume();
@@ -60,6 +68,8 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
 
     const fail = (error: UpstreamError): void => {
       deadline.cancel();
+      onAnswer?.(undefined);
+      onAnswer = undefined;
       if (deadline.signal.reason instanceof ClientGone) return;
       options.telemetry.passthroughFailed(origin, error);
       if (res.headersSent) {
@@ -81,6 +91,8 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
         signal: deadline.signal,
       })
       .then((answer) => {
+        onAnswer?.(answer.status);
+        onAnswer = undefined;
         if (!req.complete) res.shouldKeepAlive = false;
         const outgoing = clientResponseHeaders(answer.headers, res.shouldKeepAlive, [...answerHeaders, 'x-cache', 'BYPASS']);
         try {

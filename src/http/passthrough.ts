@@ -10,6 +10,7 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { createProxyMiddleware } from 'http-proxy-middleware';
+import { MAX_BROADCAST_BODY_BYTES } from '../chain/broadcast-principals.js';
 import { badUrl, failureReply, routeNotFound, type ErrorReply } from '../errors.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -45,7 +46,17 @@ export interface PassthroughOptions {
   operatorHeaders?: (origin: string) => Readonly<Record<string, string>>;
   /** With rate limiting on: upgrades are admitted and charged a miss (client-admission.ts). */
   rateLimiter?: RateLimiter;
+  /** Told of every POST /v2/transactions and its outcome (broadcast-observer.ts); none: not observed. */
+  broadcasts?: BroadcastSink;
 }
+
+/** Where an observed broadcast goes: the body the client sent (undefined: over the bound or cut short) and the upstream's status. */
+export interface BroadcastSink {
+  observe(body: Buffer | undefined, contentType: string | undefined, status: number | undefined): void;
+}
+
+/** The path broadcasts are sent to (stacks-core RPC, proxied by the upstream's API). */
+const BROADCAST_PATH = '/v2/transactions';
 
 export interface Passthrough {
   /** Whether a decided path may be forwarded at all. */
@@ -137,7 +148,17 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
     allows: (path) => isAllowedPath(path, options.allowedPrefixes),
     forward: (req, res, requestId, answerHeaders = []) => {
       const { origin, headers } = prepare(req, requestId, false);
-      forwardHttp(req, res, origin, headers, answerHeaders);
+      const sink = options.broadcasts;
+      if (!sink || req.method !== 'POST' || pathOf(req.url) !== BROADCAST_PATH) {
+        forwardHttp(req, res, origin, headers, answerHeaders);
+        return;
+      }
+      // Only broadcasts are observed: every other request goes on exactly as before.
+      let captured: Buffer | undefined;
+      forwardHttp(req, res, origin, headers, answerHeaders, (status) => {
+        sink.observe(req.complete ? captured : undefined, req.headers['content-type'], status);
+      });
+      captured = captureBody(req, MAX_BROADCAST_BODY_BYTES, (body) => (captured = body));
     },
     upgrade: (req, socket, head) => {
       const limiter = options.rateLimiter;
@@ -170,4 +191,36 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
       else open(admitted);
     },
   };
+}
+
+const pathOf = (url: string | undefined): string => {
+  const target = url ?? '/';
+  const query = target.indexOf('?');
+  return query < 0 ? target : target.slice(0, query);
+};
+
+/**
+ * A copy of the body the client sends, as it streams to the upstream: an extra 'data' listener
+ * (added after the forwarder's own, in the same turn, so both see every chunk) that neither
+ * pauses nor changes what goes on. Up to `maxBytes`; beyond it the copy is dropped (undefined),
+ * and the broadcast counts as undecodable. `done` gets the whole body at its end.
+ */
+function captureBody(req: IncomingMessage, maxBytes: number, done: (body: Buffer | undefined) => void): undefined {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  const onData = (chunk: Buffer): void => {
+    bytes += chunk.length;
+    if (bytes > maxBytes) {
+      chunks.length = 0;
+      req.off('data', onData);
+      return;
+    }
+    chunks.push(chunk);
+  };
+  req.on('data', onData);
+  req.once('end', () => {
+    req.off('data', onData);
+    done(bytes > maxBytes ? undefined : Buffer.concat(chunks, bytes));
+  });
+  return undefined;
 }

@@ -91,6 +91,11 @@ export interface RequestFacts {
   txId?: string;
   /** What the answer must be about; absent where the body carries nothing checkable. */
   identity?: AnswerIdentity;
+  /**
+   * The principal the answer is about (address routes, only an exact principal): its entry is
+   * tagged with it, so a broadcast or block that touched it makes the entry stale.
+   */
+  principal?: string;
 }
 
 export type Resolution =

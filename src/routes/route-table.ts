@@ -97,7 +97,7 @@ function resolveBalance(suffix: string) {
     const until = parseUntilBlock(v.until_block as string | undefined, isUnanchored);
     if (typeof until === 'string') return reject(until);
     setOrDelete(query, 'until_block', untilBlockQueryValue(until));
-    return request(`/extended/v1/address/${encodeSegment(p)}/${suffix}`, { unanchored: isUnanchored, untilBlock: until });
+    return request(`/extended/v1/address/${encodeSegment(p)}/${suffix}`, { unanchored: isUnanchored, untilBlock: until, ...aboutPrincipal(p) });
   };
 }
 
@@ -108,6 +108,13 @@ function setOrDelete(query: Map<string, string>, name: string, value: string | u
 }
 
 const lowerHex = (id: string): string => id.toLowerCase();
+
+/**
+ * The principal an address route's answer is about (RequestFacts.principal), for exactly one
+ * principal only: text after a second "." names no principal a broadcast or block could name,
+ * so such an entry stays untagged (decided by tip and TTL alone, as before issue 15).
+ */
+const aboutPrincipal = (p: string): Pick<RequestFacts, 'principal'> => (isExactPrincipal(p) ? { principal: p } : {});
 
 export const ROUTES: readonly RouteSpec[] = [
   {
@@ -297,6 +304,7 @@ export const ROUTES: readonly RouteSpec[] = [
         unanchored: isUnanchored,
         untilBlock: until,
         atHeight,
+        ...aboutPrincipal(p),
       });
     },
   },
@@ -318,7 +326,7 @@ export const ROUTES: readonly RouteSpec[] = [
       // gets an empty page. Only a real principal is cached; anything else goes to the upstream
       // as sent, uncached, so no key is made from such a suffix.
       if (!isExactPrincipal(address)) return { kind: 'passthrough' };
-      return request(`/extended/v2/addresses/${encodeSegment(address)}/transactions`);
+      return request(`/extended/v2/addresses/${encodeSegment(address)}/transactions`, aboutPrincipal(address));
     },
   },
   {
@@ -355,7 +363,7 @@ export const ROUTES: readonly RouteSpec[] = [
       const id = wellFormed ? lowerHex(prefixed) : prefixed;
       // The principal is exempt: the body names the tx, and the principal only as one of its parties.
       const identity = wellFormed ? ({ kind: 'tx_with_transfers', txId: id } as const) : undefined;
-      return request(`/extended/v1/address/${encodeSegment(p)}/${encodeSegment(id)}/with_transfers`, { identity });
+      return request(`/extended/v1/address/${encodeSegment(p)}/${encodeSegment(id)}/with_transfers`, { identity, ...aboutPrincipal(p) });
     },
   },
 ];

@@ -162,6 +162,27 @@ export const METRICS = {
     'stacks_proxy_cache_purges_coalesced_total',
     'Admin purge requests answered by a purge they shared with other requests of the same coalescing batch (the same selector, or an all) instead of one of their own.',
   ),
+  // Principal activity (issue 15): outcomes only, never a principal.
+  broadcastsObserved: counter(
+    'stacks_proxy_broadcasts_observed_total',
+    'POST /v2/transactions forwarded by the passthrough, by outcome: decoded (accepted, its principals marked changed), undecodable (accepted or unanswered, the whole mempool marked changed), rejected (the upstream refused it: nothing changed).',
+    ['outcome'],
+  ),
+  activityAnnouncements: counter(
+    'stacks_proxy_activity_announcements_total',
+    'Broadcast touches announced over Redis to the other instances (sent) and received from them and applied here (received).',
+    ['direction'],
+  ),
+  blocksLearned: counter(
+    'stacks_proxy_activity_blocks_total',
+    'New tips seen by the block learner, by outcome: learned (its touched principals known), unknown (they could not be read in full: learning voided), outdated (the answer came after a void), and the reasons learning restarted: first, reorg, burn_block, gap, no_burn_height, same_height.',
+    ['outcome'],
+  ),
+  activityUpstreamRequests: counter(
+    'stacks_proxy_activity_upstream_requests_total',
+    'Requests the principal-activity components sent to the upstream, by source (learner: a new block\'s transactions and events; watcher: the mempool poll).',
+    ['source'],
+  ),
   // Rate limits (issue 9): tiers and results only, never a key name or an address.
   rateLimitRequests: counter(
     'stacks_proxy_rate_limit_requests_total',

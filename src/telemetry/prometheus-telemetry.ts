@@ -248,6 +248,24 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.m.purgesCoalesced.inc(count);
   }
 
+  broadcastObserved(outcome: 'decoded' | 'undecodable' | 'rejected', note?: string): void {
+    this.m.broadcastsObserved.labels({ outcome }).inc();
+    if (outcome === 'undecodable') this.logger.debug({ note }, 'broadcast not decoded: the whole mempool counts as changed');
+  }
+
+  activityAnnounced(direction: 'sent' | 'received'): void {
+    this.m.activityAnnouncements.labels({ direction }).inc();
+  }
+
+  blockLearned(outcome: string, why?: string): void {
+    this.m.blocksLearned.labels({ outcome }).inc();
+    if (why !== undefined) this.logger.debug({ outcome, why }, 'block learning voided');
+  }
+
+  activityUpstreamRequest(source: 'learner' | 'watcher'): void {
+    this.m.activityUpstreamRequests.labels({ source }).inc();
+  }
+
   upstreamAnswered(upstream: string, route: string, status: number, seconds: number, failure?: { kind: string; message: string }): void {
     this.upstreamRequests(upstream, route, String(status)).inc();
     this.upstreamDurations(upstream, route).observe(seconds);

@@ -85,6 +85,15 @@ export interface Telemetry {
   /** A passthrough request or upgrade that got no answer, or lost it mid-body (kind: UpstreamErrorKind). */
   passthroughFailed(upstream: string, error: { kind: string; message: string }): void;
 
+  /** A POST /v2/transactions the passthrough forwarded, and what the activity registry made of it (`note`: logged at debug). */
+  broadcastObserved(outcome: 'decoded' | 'undecodable' | 'rejected', note?: string): void;
+  /** A broadcast touch announced to the other instances over Redis, or received from one and applied. */
+  activityAnnounced(direction: 'sent' | 'received'): void;
+  /** What the block learner made of a new tip (learned, unknown, outdated) or why learning restarted there. */
+  blockLearned(outcome: string, why?: string): void;
+  /** One request the block learner or the mempool watcher sent to the upstream. */
+  activityUpstreamRequest(source: 'learner' | 'watcher'): void;
+
   /** One limited request's outcome, when its answer is written (rate limiting on). */
   rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void;
   /** The shared budget failed: the request passes unlimited. Logged once per outage. */
@@ -122,6 +131,10 @@ class NoopTelemetry implements Telemetry {
   tipJumpHeld(): void {}
   passthroughAnswered(): void {}
   passthroughFailed(): void {}
+  broadcastObserved(): void {}
+  activityAnnounced(): void {}
+  blockLearned(): void {}
+  activityUpstreamRequest(): void {}
   rateLimitDecided(): void {}
   rateLimitFailedOpen(): void {}
   rateLimitRecovered(): void {}

@@ -220,6 +220,7 @@ describe('entryCost: what an entry costs the process in the memory tier', () => 
     expect(entryCost(KEY, { ...BASE, upstreamEtag: '"u"' })).toBe(heapCharge(HEAP + 16 + 16 + 6) + base);
     expect(entryCost(KEY, { ...BASE, tipHash: '0x01' })).toBe(heapCharge(HEAP + 16 + 16 + 8) + base);
     expect(entryCost(KEY, { ...BASE, listItem: { found: true } })).toBe(heapCharge(HEAP + 64) + base);
+    expect(entryCost(KEY, { ...BASE, principal: 'SP2J6' })).toBe(heapCharge(HEAP + 16 + 16 + 10) + base);
   });
 
   it('counts body bytes once each: they live outside V8\'s heap', () => {
@@ -238,6 +239,7 @@ describe('encodeEntry / decodeEntry', () => {
     tipHash: '0xtip',
     height: 42,
     listItem: { found: true, minedHeight: 7 },
+    principal: 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7',
   });
 
   it('round-trips every field and the body bytes exactly', () => {
@@ -271,7 +273,10 @@ describe('encodeEntry / decodeEntry', () => {
     const wrongMagic = Buffer.from(bytes);
     wrongMagic[0] = 0x54;
     const wrongVersion = Buffer.from(bytes);
-    wrongVersion[1] = 4;
+    wrongVersion[1] = 5;
+    // Version 3 entries carry no principal: a broadcast could not make them stale (issue 15).
+    const versionThree = Buffer.from(bytes);
+    versionThree[1] = 3;
     // Version 2 entries were admitted as final without evidence of their block (issue 14).
     const versionTwo = Buffer.from(bytes);
     versionTwo[1] = 2;
@@ -281,6 +286,7 @@ describe('encodeEntry / decodeEntry', () => {
     expect(decodeEntry(wrongVersion)).toBeUndefined();
     expect(decodeEntry(versionZero)).toBeUndefined();
     expect(decodeEntry(versionTwo)).toBeUndefined();
+    expect(decodeEntry(versionThree)).toBeUndefined();
   });
 
   function framed(meta: string, body = ''): Buffer {
@@ -288,7 +294,7 @@ describe('encodeEntry / decodeEntry', () => {
     const bodyBytes = Buffer.from(body);
     const head = Buffer.alloc(10);
     head.writeUInt8(0x53, 0);
-    head.writeUInt8(3, 1);
+    head.writeUInt8(4, 1);
     head.writeUInt32BE(metaBytes.length, 2);
     head.writeUInt32BE(bodyBytes.length, 6);
     return Buffer.concat([head, metaBytes, bodyBytes]);

@@ -1,0 +1,268 @@
+/**
+ * The registry of principals' activity (issue 15) behind `ActivityView`: what the proxy has seen
+ * happen to principals beyond the chain tip, kept so the cache policy can tell, per entry,
+ * whether the upstream could answer differently now.
+ *
+ *   - Broadcasts the upstream accepted through the proxy (or announced by another instance):
+ *     the principals a transaction names are "changed" from that moment, and the global mempool
+ *     with them (`principalChangedAfter`, `mempoolChangedAfter`). A change stays "after" any
+ *     validation for `settleMs` more: the upstream's API learns a transaction from its node a
+ *     moment after the node accepted it, so an answer fetched in that moment may still be the old
+ *     one and must not be kept as fresh.
+ *   - The mempool watcher's polls (mempool-watcher.ts): a change it saw naming a principal makes
+ *     that principal "changed" from the poll's answer on (no settling: the watcher read the API
+ *     itself), any change it saw makes the global mempool changed; a poll that saw none vouches
+ *     for the principals' mempool entries (`mempoolUnchangedSince`).
+ *   - Blocks: for each new canonical tip, which principals its block touched (block-learner.ts).
+ *     `unchangedSince(p, h, at)` is true only while every block above `h` up to the tip was
+ *     learned, none touched `p`, and nothing voided the learning since: a burn block (PoX unlocks
+ *     change balances without a transaction), a reorg, a gap (a block never seen), a block whose
+ *     touches could not be read in full. A void forgets everything learned before it.
+ *
+ * Bounded memory: at most `maxPrincipals` principals are remembered, the least recently touched
+ * evicted first. An evicted principal leaves its marks on two watermarks (latest change, highest
+ * touched block) that every principal not remembered inherits: eviction can only make the
+ * registry more conservative (an evicted principal counts as changed), never less. Worst case,
+ * each remembered principal costs its key (at most 82 characters: an address, ".", a contract
+ * name) plus a small record and a map slot: about 300 bytes, 30 MB for the default 100,000.
+ *
+ * Pure state: no I/O, no clock (every method takes the time), no telemetry.
+ */
+import type { ActivityView } from './activity-view.js';
+
+export interface ActivitySettings {
+  /** Principals remembered at most; beyond, the least recently touched is evicted (conservatively). */
+  maxPrincipals: number;
+  /** How long after a broadcast an answer validated meanwhile is still not fresh (ms). */
+  settleMs: number;
+  /** Blocks for which a principal a coinbase names counts as touched by every block (matured rewards). */
+  coinbaseWindowBlocks: number;
+  /**
+   * How many blocks behind the believed tip an answer may be (0 with one upstream, whose answers
+   * follow the tip it reported; upstream.maxLagBlocks with several, as a lagging one may answer):
+   * an entry stamped at tip h leans on learning only from h - lagBlocks.
+   */
+  lagBlocks?: number;
+}
+
+/** What one poll of the upstream's mempool list found, compared with the poll before (mempool-watcher.ts). */
+export type MempoolPoll =
+  /** The same mempool (a 304 on its ETag). */
+  | { kind: 'unchanged'; startedAt: number; endedAt: number }
+  /** Changed, and exactly these principals' pending transactions changed (the whole mempool fit in the answer). */
+  | { kind: 'changed'; principals: Iterable<string>; startedAt: number; endedAt: number }
+  /** Changed in ways not known (the first poll, a mempool larger than one answer, an answer not understood). */
+  | { kind: 'unknown'; startedAt: number; endedAt: number };
+
+/** A canonical tip as the tracker believed it. */
+export interface TipRef {
+  height: number;
+  indexBlockHash: string;
+  /** 0 when the tip poll did not say (then nothing is known of the burn chain: a void). */
+  burnHeight: number;
+}
+
+/** What one block touched: its principals (a superset is fine), and those its coinbase credits. */
+export type BlockTouches =
+  | { kind: 'known'; principals: Iterable<string>; coinbaseRecipients: Iterable<string> }
+  /** The block's touches could not be read in full (pages, errors, a cap): learning is void. */
+  | { kind: 'unknown'; why: string };
+
+/** Why learning was voided, or that a new block is to be learned. */
+export type TipOutcome = { kind: 'learn'; block: TipRef; epoch: number } | { kind: 'void'; why: 'first' | 'reorg' | 'burn_block' | 'gap' | 'no_burn_height' | 'same_height' };
+
+export type LearnOutcome = 'learned' | 'unknown' | 'outdated';
+
+interface PrincipalMarks {
+  /** Latest broadcast (or mempool change) that named it, ms. */
+  changedAt?: number;
+  /** Highest learned block that touched it. */
+  touchedHeight?: number;
+  /** Latest mempool poll (its answer's arrival, ms) that saw its pending transactions change. */
+  mempoolSeenAt?: number;
+}
+
+export class PrincipalActivity implements ActivityView {
+  private readonly principals = new Map<string, PrincipalMarks>();
+  /** What every principal not remembered inherits: the latest marks of any evicted one. */
+  private evictedChangedAt = Number.NEGATIVE_INFINITY;
+  private evictedTouchedHeight = Number.NEGATIVE_INFINITY;
+  private mempoolChangedAt = Number.NEGATIVE_INFINITY;
+  private evictedMempoolSeenAt = Number.NEGATIVE_INFINITY;
+  /** The marks of every principal not remembered (from the watermarks above). */
+  private inherited: PrincipalMarks = {};
+  /** The mempool watcher: when a poll last saw any change (its answer's arrival), and when the latest poll started. */
+  private anyMempoolChangeSeenAt = Number.NEGATIVE_INFINITY;
+  private unknownMempoolChangeSeenAt = Number.NEGATIVE_INFINITY;
+  private lastMempoolPollAt: number | undefined;
+
+  /** The believed tip, as the tracker last told it. */
+  private tip: TipRef | undefined;
+  /** Blocks above this height up to the tip are (being) learned; those at or below are not. */
+  private learnedFrom = Number.POSITIVE_INFINITY;
+  /** When learning was last voided (ms): nothing validated before then can lean on it. */
+  private voidedAt = Number.POSITIVE_INFINITY;
+  /** Counts voids: an answer about a block from before the latest void is ignored. */
+  private epoch = 0;
+  /** Blocks of this epoch whose touches are not known yet (by height). */
+  private readonly pending = new Map<number, string>();
+  /** Principals a coinbase named, and the last tip height they count as touched at. */
+  private readonly coinbaseUntil = new Map<string, number>();
+
+  constructor(private readonly settings: ActivitySettings) {}
+
+  // ---- broadcasts and mempool changes ----
+
+  /** A transaction naming `principals` was accepted at `at`: they and the global mempool changed. */
+  recordBroadcast(principals: Iterable<string>, at: number): void {
+    for (const principal of principals) this.mark(principal, (marks) => (marks.changedAt = Math.max(marks.changedAt ?? at, at)));
+    this.recordMempoolChange(at);
+  }
+
+  /** The mempool changed at `at` in a way the proxy cannot tie to principals (an undecodable broadcast). */
+  recordMempoolChange(at: number): void {
+    this.mempoolChangedAt = Math.max(this.mempoolChangedAt, at);
+  }
+
+  principalChangedAfter(principal: string, at: number): boolean {
+    // Inclusive: an answer validated in the very millisecond a change was recorded may predate it.
+    // A change the mempool watcher saw needs no settling: it read the upstream's API itself.
+    const { changedAt, mempoolSeenAt } = this.marksOf(principal);
+    return (changedAt !== undefined && at <= changedAt + this.settings.settleMs) || (mempoolSeenAt !== undefined && at <= mempoolSeenAt);
+  }
+
+  mempoolChangedAfter(at: number): boolean {
+    return at <= this.mempoolChangedAt + this.settings.settleMs || at <= this.anyMempoolChangeSeenAt;
+  }
+
+  // ---- the mempool watcher ----
+
+  /**
+   * One poll of the upstream's mempool list, compared with the one before. A change is dated when
+   * the poll's answer arrived: it happened before then, and an answer validated before then may
+   * not hold it. The poll vouches for what it saw as of its start.
+   */
+  mempoolPolled(poll: MempoolPoll): void {
+    if (poll.kind !== 'unchanged') this.anyMempoolChangeSeenAt = Math.max(this.anyMempoolChangeSeenAt, poll.endedAt);
+    if (poll.kind === 'unknown') this.unknownMempoolChangeSeenAt = Math.max(this.unknownMempoolChangeSeenAt, poll.endedAt);
+    if (poll.kind === 'changed') {
+      for (const principal of poll.principals) this.mark(principal, (marks) => (marks.mempoolSeenAt = Math.max(marks.mempoolSeenAt ?? poll.endedAt, poll.endedAt)));
+    }
+    this.lastMempoolPollAt = poll.startedAt;
+  }
+
+  mempoolUnchangedSince(principal: string | undefined, at: number): number | undefined {
+    // The watcher's first poll is an 'unknown' one: nothing is vouched for before its answer.
+    // Inclusive, as principalChangedAfter: validated in the millisecond a change was seen is before it.
+    if (this.lastMempoolPollAt === undefined || at <= this.unknownMempoolChangeSeenAt) return undefined;
+    const seenAt = principal === undefined ? this.anyMempoolChangeSeenAt : this.marksOf(principal).mempoolSeenAt;
+    return seenAt !== undefined && at <= seenAt ? undefined : this.lastMempoolPollAt;
+  }
+
+  // ---- blocks ----
+
+  /**
+   * The tracker believes a new tip (`reorg`: it does not extend the previous one). Called in the
+   * same turn the tracker publishes it, so no decision sees the new tip with the old knowledge.
+   * Returns the block to learn, or why learning restarts from this tip.
+   */
+  tipChanged(next: TipRef, reorg: boolean, at: number): TipOutcome {
+    const previous = this.tip;
+    this.tip = next;
+    for (const [principal, until] of this.coinbaseUntil) if (until < next.height) this.coinbaseUntil.delete(principal);
+    const why = this.voidReason(previous, next, reorg);
+    if (why) {
+      this.voidAt(next.height, at);
+      return { kind: 'void', why };
+    }
+    this.pending.set(next.height, next.indexBlockHash);
+    return { kind: 'learn', block: next, epoch: this.epoch };
+  }
+
+  private voidReason(previous: TipRef | undefined, next: TipRef, reorg: boolean): (TipOutcome & { kind: 'void' })['why'] | undefined {
+    if (!previous) return 'first';
+    if (reorg) return 'reorg';
+    if (next.burnHeight === 0 || previous.burnHeight === 0) return 'no_burn_height';
+    if (next.burnHeight !== previous.burnHeight) return 'burn_block';
+    if (next.height === previous.height) return 'same_height';
+    if (next.height !== previous.height + 1) return 'gap';
+    return undefined;
+  }
+
+  /** Learning restarts at `height`: every block above it must be learned again, from `at`. */
+  private voidAt(height: number, at: number): void {
+    this.epoch += 1;
+    this.pending.clear();
+    this.learnedFrom = height;
+    this.voidedAt = at;
+  }
+
+  /** What the learner found for a block tipChanged asked for. */
+  blockLearned(block: TipRef, epoch: number, touches: BlockTouches, at: number): LearnOutcome {
+    if (epoch !== this.epoch || this.pending.get(block.height) !== block.indexBlockHash) return 'outdated';
+    if (touches.kind === 'unknown') {
+      this.voidAt(this.tip?.height ?? block.height, at);
+      return 'unknown';
+    }
+    for (const principal of touches.principals) this.touch(principal, block.height);
+    for (const principal of touches.coinbaseRecipients) {
+      this.touch(principal, block.height);
+      this.coinbaseUntil.set(principal, block.height + this.settings.coinbaseWindowBlocks);
+    }
+    this.pending.delete(block.height);
+    return 'learned';
+  }
+
+  unchangedSince(principal: string, tipHeight: number, at: number): boolean {
+    const tip = this.tip;
+    if (!tip || this.pending.size > 0) return false;
+    // The answer may come from an upstream up to lagBlocks behind the tip it was stamped with.
+    const from = tipHeight - (this.settings.lagBlocks ?? 0);
+    if (at < this.voidedAt || from < this.learnedFrom || tipHeight > tip.height) return false;
+    if ((this.coinbaseUntil.get(principal) ?? Number.NEGATIVE_INFINITY) >= tip.height) return false;
+    const touchedHeight = this.marksOf(principal).touchedHeight;
+    return touchedHeight === undefined || touchedHeight <= from;
+  }
+
+  /** Principals remembered now (for tests and the admin view). */
+  get size(): number {
+    return this.principals.size;
+  }
+
+  private touch(principal: string, height: number): void {
+    this.mark(principal, (marks) => (marks.touchedHeight = Math.max(marks.touchedHeight ?? height, height)));
+  }
+
+  /**
+   * A principal's marks: its own, or, when it is not remembered (never seen, or evicted), what the
+   * evicted ones left (`inherited`, shared: read only): a principal seen again after its eviction
+   * starts from those, never from none. No allocation: this runs on the hit path.
+   */
+  private marksOf(principal: string): PrincipalMarks {
+    return this.principals.get(principal) ?? this.inherited;
+  }
+
+  /** Updates a principal's marks and makes it the most recently touched; evicts beyond the bound. */
+  private mark(principal: string, update: (marks: PrincipalMarks) => void): void {
+    const marks = this.principals.get(principal) ?? { ...this.inherited };
+    update(marks);
+    this.principals.delete(principal);
+    this.principals.set(principal, marks);
+    if (this.principals.size <= this.settings.maxPrincipals) return;
+    const oldest = this.principals.keys().next().value as string;
+    const evicted = this.principals.get(oldest);
+    this.principals.delete(oldest);
+    if (evicted?.changedAt !== undefined) this.evictedChangedAt = Math.max(this.evictedChangedAt, evicted.changedAt);
+    if (evicted?.touchedHeight !== undefined) this.evictedTouchedHeight = Math.max(this.evictedTouchedHeight, evicted.touchedHeight);
+    if (evicted?.mempoolSeenAt !== undefined) this.evictedMempoolSeenAt = Math.max(this.evictedMempoolSeenAt, evicted.mempoolSeenAt);
+    this.inherited = this.inheritedMarks();
+  }
+
+  private inheritedMarks(): PrincipalMarks {
+    const inherited: PrincipalMarks = {};
+    if (Number.isFinite(this.evictedChangedAt)) inherited.changedAt = this.evictedChangedAt;
+    if (Number.isFinite(this.evictedTouchedHeight)) inherited.touchedHeight = this.evictedTouchedHeight;
+    if (Number.isFinite(this.evictedMempoolSeenAt)) inherited.mempoolSeenAt = this.evictedMempoolSeenAt;
+    return inherited;
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The mempool watcher (issue 15, "one poll serves every address"): one request of the upstream's
+ * global mempool list per poll, `GET /extended/v1/tx/mempool?limit=50` with If-None-Match on its
+ * mempool ETag, at the tip poll's cadence. What each poll finds, compared with the poll before,
+ * goes to the activity registry (activity.ts `mempoolPolled`):
+ *   - 304: the mempool is the same, anywhere (the ETag is a digest of every pending tx id);
+ *   - 200 holding the whole mempool (`total` within the page) after a poll that held it too: the
+ *     transactions that came or went, and so exactly which principals' pending lists changed
+ *     (every principal-shaped string of those transactions: touched-principals.ts);
+ *   - anything else (the first poll, a larger mempool, an answer not understood): changed, in
+ *     ways not known: every mempool entry validated before it is on its TTL again.
+ * A failed poll leaves the registry as it was: the next poll compares with the last one that
+ * answered, and until one does the watcher's word ages out (policy.ts rule (d) takes it only
+ * while the latest poll started within the mempool TTL).
+ */
+import type { Clock } from '../clock.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
+import { parseBoundedJson } from '../upstream/bounded-json.js';
+import type { PrincipalActivity } from './activity.js';
+import { collectPrincipals } from './touched-principals.js';
+
+/** The upstream's largest page of its mempool list. */
+export const MEMPOOL_PAGE = 50;
+const PATH = `/extended/v1/tx/mempool?limit=${MEMPOOL_PAGE}`;
+
+export interface MempoolSource {
+  getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse>;
+}
+
+/** The pending transactions of a whole-mempool answer, by id, with the principals each names. */
+type MempoolSet = Map<string, string[]>;
+
+export class MempoolWatcher {
+  private etag: string | undefined;
+  /** The last answer's transactions, when it held the whole mempool. */
+  private known: MempoolSet | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: {
+      source: MempoolSource;
+      /** The upstream to watch: the one answering reads (the watcher runs only with a single upstream). */
+      origin: string;
+      activity: PrincipalActivity;
+      intervalMs: number;
+      clock: Clock;
+      telemetry: Telemetry;
+    },
+  ) {}
+
+  start(): void {
+    this.schedule();
+  }
+
+  /** No more polls; one in flight is not waited for (the upstream client's close ends it). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.pollOnce().then(() => this.schedule()), this.deps.intervalMs);
+    this.timer.unref();
+  }
+
+  /** One poll (joining one in flight). Never throws. */
+  pollOnce(): Promise<void> {
+    this.polling ??= this.poll()
+      .catch(() => undefined)
+      .finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  private async poll(): Promise<void> {
+    const { source, origin, activity, clock, telemetry } = this.deps;
+    const startedAt = clock();
+    telemetry.activityUpstreamRequest('watcher');
+    const headers: Record<string, string> = this.etag ? { 'if-none-match': this.etag } : {};
+    const response = await source.getFrom(origin, { path: PATH, route: 'mempool_watcher', headers });
+    const endedAt = clock();
+    if (response.status === 304 && this.etag !== undefined) {
+      activity.mempoolPolled({ kind: 'unchanged', startedAt, endedAt });
+      return;
+    }
+    if (response.status !== 200) return;
+    const current = wholeMempool(parseBoundedJson(response.body));
+    const previous = this.known;
+    this.known = current;
+    // Kept even when the set is not known: a 304 on it still means "the same mempool".
+    this.etag = response.headers.etag?.startsWith('"') ? response.headers.etag : undefined;
+    if (!current || !previous) {
+      activity.mempoolPolled({ kind: 'unknown', startedAt, endedAt });
+      return;
+    }
+    activity.mempoolPolled({ kind: 'changed', principals: changedPrincipals(previous, current), startedAt, endedAt });
+  }
+}
+
+/** The transactions of an answer that holds the whole mempool; undefined for anything else. */
+function wholeMempool(answer: unknown): MempoolSet | undefined {
+  const page = answer as { total?: unknown; results?: unknown } | null;
+  if (typeof page?.total !== 'number' || !Array.isArray(page.results) || page.total > page.results.length) return undefined;
+  const set: MempoolSet = new Map();
+  for (const tx of page.results as { tx_id?: unknown }[]) {
+    if (typeof tx?.tx_id !== 'string') return undefined;
+    const principals = new Set<string>();
+    collectPrincipals(tx, principals);
+    set.set(tx.tx_id, [...principals]);
+  }
+  return set;
+}
+
+/** The principals of the transactions that came or went. */
+function changedPrincipals(previous: MempoolSet, current: MempoolSet): Set<string> {
+  const changed = new Set<string>();
+  for (const [id, principals] of current) if (!previous.has(id)) for (const p of principals) changed.add(p);
+  for (const [id, principals] of previous) if (!current.has(id)) for (const p of principals) changed.add(p);
+  return changed;
+}

@@ -1,0 +1,36 @@
+/**
+ * What the proxy does with a broadcast it forwarded (issue 15, "broadcast-aware"): when the
+ * upstream accepted it (200), the principals it names (chain/broadcast-principals.ts) and the
+ * global mempool are marked changed in the activity registry at once, before the client sees the
+ * answer, so the sender's next nonce read goes to the upstream; and the touch is announced to the
+ * other instances sharing Redis (cache/activity-announcements.ts). A body that cannot be read
+ * (undecodable, over the node's size, cut short) or a broadcast whose answer never came (it may
+ * have been accepted) is treated conservatively: the whole mempool changed, and, for an answer
+ * that never came but a body that decodes, its principals too.
+ */
+import { broadcastPrincipals } from '../chain/broadcast-principals.js';
+import type { PrincipalActivity } from '../chain/activity.js';
+import type { Clock } from '../clock.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import type { BroadcastSink } from './passthrough.js';
+
+/** A touch to tell the other instances of: principals, or null for "the mempool, principals unknown". */
+export type AnnounceTouch = (principals: readonly string[] | null) => void;
+
+export function createBroadcastObserver(deps: { activity: PrincipalActivity; clock: Clock; telemetry: Telemetry; announce?: AnnounceTouch }): BroadcastSink {
+  return {
+    observe(body, contentType, status) {
+      // A refusal (4xx: bad nonce, fee, signature…) changed nothing upstream.
+      if (status !== undefined && status !== 200) {
+        deps.telemetry.broadcastObserved('rejected');
+        return;
+      }
+      const principals = body === undefined ? undefined : broadcastPrincipals(body, contentType);
+      const at = deps.clock();
+      if (principals) deps.activity.recordBroadcast(principals, at);
+      else deps.activity.recordMempoolChange(at);
+      deps.telemetry.broadcastObserved(principals ? 'decoded' : 'undecodable', status === undefined ? 'no answer from the upstream' : undefined);
+      deps.announce?.(principals ?? null);
+    },
+  };
+}

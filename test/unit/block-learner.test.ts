@@ -1,0 +1,91 @@
+/**
+ * The block learner's reading of the upstream (src/chain/block-learner.ts), against a source that
+ * answers like the upstream's routes: what it counts as touched, and every answer it must refuse
+ * to learn from (the block's touches are then unknown, and the registry voids its learning).
+ */
+import { describe, expect, it } from 'vitest';
+import { PrincipalActivity, type TipRef } from '../../src/chain/activity.js';
+import { BlockLearner, type LearnSource } from '../../src/chain/block-learner.js';
+import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
+import type { UpstreamRequest, UpstreamResponse } from '../../src/upstream/client.js';
+
+const ALICE = 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7';
+const BOB = 'SP3FBR2AGK5H9QBDH3EEN6DF8EK8JY7RX8QJ5SVTE';
+const CAROL = 'SP1P72Z3704VMT3DMHPP2CB8TGQWGDBHD3RPR9GZS';
+const hash = (n: number): string => `0x${n.toString(16).padStart(64, '0')}`;
+const block = (height: number): TipRef => ({ height, indexBlockHash: hash(height), burnHeight: 700 });
+
+type Tx = Record<string, unknown>;
+const tx = (id: number, fields: Tx = {}): Tx => ({ tx_id: hash(1000 + id), canonical: true, block_height: 11, event_count: 0, sender_address: ALICE, ...fields });
+
+/** Answers the learner's two routes from a block's transactions and their events; records the paths asked. */
+function sourceFor(txs: Tx[], events: Record<string, unknown[]> = {}, status = 200): LearnSource & { paths: string[] } {
+  const paths: string[] = [];
+  const answer = (body: unknown): UpstreamResponse => ({ status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)), upstream: 'u' }) as UpstreamResponse;
+  return {
+    paths,
+    getFrom: async (_origin: string, request: UpstreamRequest) => {
+      paths.push(request.path);
+      const url = new URL(request.path, 'http://upstream');
+      if (url.pathname.endsWith('/transactions')) {
+        const offset = Number(url.searchParams.get('offset'));
+        const limit = Number(url.searchParams.get('limit'));
+        return answer({ limit, offset, total: txs.length, results: txs.slice(offset, offset + limit) });
+      }
+      const members: Record<string, unknown> = {};
+      for (const id of url.searchParams.getAll('tx_id')) members[id] = { found: true, result: { tx_id: id, events: events[id] ?? [] } };
+      return answer(members);
+    },
+  };
+}
+
+/** Learns block 11 on top of 10 and tells whether ALICE, BOB and CAROL are unchanged since 10 (false for all: unknown). */
+async function learn(source: LearnSource, settings = { maxTxPages: 10, maxEventRequests: 25 }) {
+  const activity = new PrincipalActivity({ maxPrincipals: 100, settleMs: 0, coinbaseWindowBlocks: 5 });
+  const outcomes: string[] = [];
+  const reasons: (string | undefined)[] = [];
+  const telemetry = Object.assign(Object.create(noopTelemetry) as Telemetry, {
+    blockLearned: (outcome: string, why?: string) => {
+      outcomes.push(outcome);
+      reasons.push(why);
+    },
+  });
+  const learner = new BlockLearner({ source, activity, settings, clock: () => 1_000, telemetry });
+  learner.onTip(block(10), 'u', false);
+  learner.onTip(block(11), 'u', false);
+  for (let i = 0; i < 50 && outcomes.length < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+  return { outcome: outcomes[1], why: reasons[1], unchanged: [ALICE, BOB, CAROL].map((p) => activity.unchangedSince(p, 10, 1_000)) };
+}
+
+describe('BlockLearner', () => {
+  it('counts the senders, recipients and event principals of the block as touched, and nobody else', async () => {
+    const source = sourceFor([tx(1, { token_transfer: { recipient_address: BOB } }), tx(2, { event_count: 1 })], { [hash(1002)]: [{ asset: { recipient: CAROL } }] });
+    expect(await learn(source)).toMatchObject({ outcome: 'learned', unchanged: [false, false, false] });
+    const quiet = sourceFor([tx(1, { sender_address: BOB })]);
+    expect(await learn(quiet)).toMatchObject({ outcome: 'learned', unchanged: [true, false, true] });
+    expect(quiet.paths).toEqual([`/extended/v2/blocks/${hash(11)}/transactions?limit=50&offset=0`]);
+  });
+
+  it.each([
+    ['an upstream error', sourceFor([tx(1)], {}, 500), /answered 500/],
+    ['no transactions at all (a block no longer canonical)', sourceFor([]), /no transactions/],
+    ['a transaction not canonical', sourceFor([tx(1, { canonical: false })]), /not in block 11/],
+    ['a transaction of another block', sourceFor([tx(1, { block_height: 12 })]), /not in block 11/],
+    ['fewer events than the transaction counts', sourceFor([tx(1, { event_count: 2 })], { [hash(1001)]: [{}] }), /not read in full/],
+    ['more pages than allowed', sourceFor(Array.from({ length: 51 }, (_, i) => tx(i, { sender_address: BOB }))), /more than 1 pages/],
+  ])('learns nothing from %s: the block is unknown', async (_what, source, why) => {
+    const settings = { maxTxPages: 1, maxEventRequests: 25 };
+    const learned = await learn(source, settings);
+    expect(learned).toMatchObject({ outcome: 'unknown', unchanged: [false, false, false] });
+    expect(learned.why).toMatch(why);
+  });
+
+  it('asks for events 20 transactions at a time, and no more requests than allowed', async () => {
+    const txs = Array.from({ length: 41 }, (_, i) => tx(i, { sender_address: BOB, event_count: 1 }));
+    const events = Object.fromEntries(txs.map((t) => [t.tx_id as string, [{ asset: { recipient: BOB } }]]));
+    const source = sourceFor(txs, events);
+    expect((await learn(source)).outcome).toBe('learned');
+    expect(source.paths.filter((p) => p.startsWith('/extended/v1/tx/multiple'))).toHaveLength(3);
+    expect(await learn(sourceFor(txs, events), { maxTxPages: 10, maxEventRequests: 2 })).toMatchObject({ outcome: 'unknown', why: expect.stringMatching(/more than 2 requests/) });
+  });
+});
