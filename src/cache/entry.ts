@@ -28,6 +28,8 @@ export interface CacheEntry {
    * otherwise the body is the member's bytes as a list sent them (lists only).
    */
   listItem?: { found: boolean; minedHeight?: number; unwrapped?: boolean };
+  /** The principal the entry is about (issue 15: principal-scoped surface families). */
+  principal?: string;
 }
 
 const MAGIC = 0x53; // 'S'

@@ -162,6 +162,12 @@ export const METRICS = {
     'stacks_proxy_cache_purges_coalesced_total',
     'Admin purge requests answered by a purge they shared with other requests of the same coalescing batch (the same selector, or an all) instead of one of their own.',
   ),
+  // The wider read surface (issue 15): family ids and classes come from src/surface/families.ts only.
+  surfaceRequests: counter(
+    'stacks_proxy_surface_requests_total',
+    'Client reads of the wider read surface (route families beyond the 13 routes), by family id, its change class, cache result (HIT, MISS, REVALIDATED, STALE, BYPASS) and the freshness class answered (final, tip, mempool; none when not stored).',
+    ['family', 'change', 'cache', 'class'],
+  ),
   // Rate limits (issue 9): tiers and results only, never a key name or an address.
   rateLimitRequests: counter(
     'stacks_proxy_rate_limit_requests_total',
