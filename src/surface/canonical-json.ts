@@ -18,6 +18,8 @@ export type CanonicalJson = { kind: 'json'; text: string } | { kind: 'refused'; 
 class Refusal extends Error {}
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+// A run of string characters that need no escape (JSON forbids raw control characters in strings).
+// eslint-disable-next-line no-control-regex
 const STRING_PLAIN = /[^"\\\u0000-\u001f]*/y;
 const HEX4 = /^[0-9a-fA-F]{4}$/;
 const ESCAPES: Readonly<Record<string, string>> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
