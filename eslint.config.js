@@ -33,6 +33,7 @@ const PURE = [
   'src/cache/policy.ts',
   'src/cache/key.ts',
   'src/cache/admit.ts',
+  'src/cache/route-read-spec.ts',
   'src/cache/entry.ts',
   'src/cache/tx-member.ts',
   'src/cache/identity.ts',

@@ -12,10 +12,13 @@ import { MemoryStore } from './cache/memory-store.js';
 import { RedisStore } from './cache/redis-store.js';
 import { TieredStore } from './cache/tiered-store.js';
 import { retentionMs, type TtlSettings } from './cache/policy.js';
-import { ReadThrough } from './cache/read-through.js';
+import { Decider } from './cache/decider.js';
+import { ReadPath } from './cache/read-path.js';
+import { routeReadSpecs } from './cache/route-read-spec.js';
 import { SharedFlight } from './cache/shared-flight.js';
 import { TxListReader } from './cache/tx-list.js';
 import { ChainTipTracker } from './chain/tracker.js';
+import type { BlockRef } from './chain/view.js';
 import { systemClock, type Clock } from './clock.js';
 import { UpstreamClient } from './upstream/client.js';
 import { UpstreamHealth } from './upstream/health.js';
@@ -199,30 +202,28 @@ export async function startProxy(config: Config, options: StartOptions): Promise
           telemetry,
         )
       : undefined;
-  const readThrough = new ReadThrough({
-    store,
-    upstream,
+  // THE decision, one for every reader: what may be served now (decider.ts).
+  const decider = new Decider({
+    clock: now,
     chain,
     ttl,
     stale: { staleIfErrorMs: config.cache.staleIfErrorMs, staleIfErrorMaxBlocks: config.cache.staleIfErrorMaxBlocks },
-    keyPrefix: config.cache.keyPrefix,
-    sharedFlight,
-    clock: now,
-    telemetry,
-    verifyCanonical: (block) => tracker.verifyCanonical(block),
   });
+  const verifyCanonical = (block: BlockRef) => tracker.verifyCanonical(block);
+  const readPath = new ReadPath({ store, upstream, decider, chain, sharedFlight, clock: now, telemetry, verifyCanonical });
+  const readSpecs = routeReadSpecs({ keyPrefix: config.cache.keyPrefix, freshEntry: (key) => readPath.freshEntry(key) });
   const txList = new TxListReader({
     store,
     upstream,
     chain,
-    ttl,
+    decider,
     keyPrefix: config.cache.keyPrefix,
     clock: now,
     // A found member is also the /tx/{id} answer, which carries the deprecation Warning when that route is deprecated.
     transactionHeaders: ROUTE_BY_ID.get('tx_by_id')?.deprecated ? { warning: UPSTREAM_DEPRECATION_WARNING } : {},
-    readWhole: (route, request, context) => readThrough.read(route, request, undefined, context),
+    readWhole: (route, request, context) => readPath.read(readSpecs(route, request), undefined, context),
     telemetry,
-    verifyCanonical: (block) => tracker.verifyCanonical(block),
+    verifyCanonical,
   });
 
   let shuttingDown = false;
@@ -257,7 +258,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
-    readThrough,
+    readPath,
+    readSpecs,
     txList,
     now,
     logger,

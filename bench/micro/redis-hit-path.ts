@@ -1,13 +1,14 @@
 /**
  * Micro-benchmark of the proxy's own work on a Redis-tier hit, without HTTP: the CPU per lookup
  * of a bare ioredis getBuffer (the bench baseline's Redis call), of RedisStore.get (command
- * timer, duration histogram, entry decode) and of a client lookup as read-through makes it
+ * timer, duration histogram, entry decode) and of a client lookup as the read path makes it
  * (memory miss, then the shared tier through TieredStore and CacheLookups, counted, policy
  * decision), each with 50 lookups in flight as 50 client connections would keep, auto-pipelining
  * on and off. Medians of alternating rounds, one process, one throwaway redis-server.
  *   npm run build && node_modules/.bin/node dist/bench/micro/redis-hit-path.js
  */
 import { CacheLookups } from '../../src/cache/lookup.js';
+import { Decider } from '../../src/cache/decider.js';
 import { MemoryStore } from '../../src/cache/memory-store.js';
 import { createRedisClient, RedisStore } from '../../src/cache/redis-store.js';
 import { TieredStore } from '../../src/cache/tiered-store.js';
@@ -63,7 +64,8 @@ async function main(): Promise<void> {
     // The memory tier refuses the entry (as in the bench's redisHit scenario): every lookup reads Redis.
     const memory = new MemoryStore({ maxBytes: 1024, maxEntryBytes: 256, telemetry });
     const tiers = new TieredStore(memory, store, () => null, telemetry);
-    const lookups = new CacheLookups({ store: tiers, telemetry, chain: () => ({ reorgs: [] }), ttl: config.cache.ttl, clock: Date.now });
+    const decider = new Decider({ chain: () => ({ reorgs: [] }), ttl: config.cache.ttl, stale: { staleIfErrorMs: config.cache.staleIfErrorMs, staleIfErrorMaxBlocks: config.cache.staleIfErrorMaxBlocks }, clock: Date.now });
+    const lookups = new CacheLookups({ store: tiers, telemetry, decider });
     const ap = autoPipelining ? 'auto-pipelining on' : 'auto-pipelining off';
     variants[`getBuffer, ${ap}`] = () => client.getBuffer(KEY);
     variants[`RedisStore.get, ${ap}`] = () => store.get(KEY);

@@ -5,11 +5,10 @@
  * member) is still one lookup. Internal reads (the tx/events finality probe) go to the store
  * directly and count nothing: no client asked for them.
  */
-import type { ChainView } from '../chain/view.js';
-import type { Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import type { Decider } from './decider.js';
 import type { CacheEntry } from './entry.js';
-import { decide, type Decision, type TtlSettings } from './policy.js';
+import type { Decision } from './policy.js';
 import type { TieredStore } from './tiered-store.js';
 
 /** What the policy decided about the entry a tier held for a request (if any), and its key. */
@@ -22,9 +21,8 @@ export interface Found {
 export interface LookupDeps {
   store: TieredStore;
   telemetry: Telemetry;
-  chain: () => ChainView;
-  ttl: TtlSettings;
-  clock: Clock;
+  /** The one decision (decider.ts). */
+  decider: Decider;
 }
 
 /** Which entries a reader can use (a tx/multiple member cannot be built from a /tx/{id} 404). */
@@ -106,6 +104,6 @@ export class CacheLookups {
   }
 
   private decide(entry: CacheEntry): Decision {
-    return decide(entry, this.deps.clock(), this.deps.chain(), this.deps.ttl);
+    return this.deps.decider.decide(entry);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Pure cache policy: which freshness class a response belongs to (DESIGN §3), and what to do
- * with a stored entry now: the decision record (`decide`) the read-through acts on, in the
+ * with a stored entry now: the decision record (`decide`) the read path acts on, in the
  * manner of http-cache-semantics' evaluateRequest. No I/O; time and chain state come in as
  * arguments.
  */
@@ -286,7 +286,7 @@ export type Refresh =
    */
   | { action: 'refetch'; fallback?: CacheEntry; purged?: true };
 
-/** The decision record for one lookup: the read-through acts on it and derives nothing itself. */
+/** The decision record for one lookup: the read path acts on it and derives nothing itself (cache/decider.ts binds it). */
 export type Decision =
   | { action: 'fresh'; entry: CacheEntry }
   /** Serve `entry` now and run `refresh` in the background. */

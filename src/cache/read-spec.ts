@@ -5,20 +5,11 @@
  * revalidation, stale fallbacks and the fetch; a spec says only what to key, what to ask the
  * upstream, and how an answer becomes an entry (pure steps, which may wait for evidence).
  */
-import type { UpstreamResponse } from '../upstream/client.js';
+import type { UpstreamAsk, UpstreamResponse } from '../upstream/client.js';
 import type { Admission, Confirmation, Snapshot } from './admit.js';
 import type { CacheEntry } from './entry.js';
 
-/** The one upstream request a read makes (the client's request as the upstream would read it). */
-export interface UpstreamAsk {
-  method: 'GET' | 'POST';
-  /** Path and query, as forwarded. */
-  path: string;
-  /** POST reads only: the body exactly as forwarded. */
-  body?: Buffer;
-  /** Request headers the upstream reads for this request (a POST body's content-type). */
-  headers?: Readonly<Record<string, string>>;
-}
+export type { UpstreamAsk } from '../upstream/client.js';
 
 export interface ReadSpec {
   /** The whole cache key (bounded; never shared by two requests the upstream answers differently). */
@@ -26,9 +17,19 @@ export interface ReadSpec {
   /** A bounded label for metrics and logs: the route id, or the surface family id. */
   label: string;
   ask: UpstreamAsk;
-  /** An upstream answer as an entry to store, an answer to pass on unstored, or a failure (retried elsewhere). */
+  /**
+   * An upstream answer (any status but a 5xx and a solicited 304, which the read path handles
+   * itself) as an entry to store, an answer to pass on unstored, or a failure: the answer is
+   * invalid for what was asked, counts against its upstream and the ask is tried on the next
+   * one. An entry admitted with `unverified` (final were its block checked as canonical) is
+   * admitted once more after the read path had that block checked.
+   */
   admit(answer: UpstreamResponse, asked: Snapshot): Admission | Promise<Admission>;
-  /** What a 304 makes of the stored entry. */
+  /**
+   * What a 304 makes of the stored entry (`upstream`: who answered it; 'cache' when another
+   * URL's answer of the same ETag scope confirms it). A failure: the stored bytes contradict the
+   * chain verified now, and are fetched again in full.
+   */
   confirm(entry: CacheEntry, asked: Snapshot, upstream: string): Confirmation | Promise<Confirmation>;
   /** The scope whose upstream ETag other URLs share (etag-scope.ts); absent: none. */
   etagScope?: string;

@@ -13,13 +13,15 @@ import type { BlockRef, ChainView } from '../chain/view.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { serializeQuery, type CanonicalRequest } from '../routes/validate.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
-import { admitList, bodyEtag, type ListAdmission, type Snapshot } from './admit.js';
+import { admitList, bodyEtag, passOn, type ListAdmission, type Snapshot } from './admit.js';
 import type { CacheEntry } from './entry.js';
 import { listMemberKey, transactionKey } from './key.js';
-import { weakest, type Classification, type TtlSettings } from './policy.js';
+import { weakest, type Classification } from './policy.js';
 import { CacheLookups } from './lookup.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import type { ReadContext, ReadResult } from './read-through.js';
+import type { ReadContext, ReadResult } from './read-path.js';
+import type { Decider } from './decider.js';
+import { askAndAdmit } from './upstream-exchange.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
 import { memberText, servesListMember, servesTransaction } from './tx-member.js';
@@ -65,7 +67,8 @@ export interface TxListDeps {
   store: TieredStore;
   upstream: UpstreamClient;
   chain: () => ChainView;
-  ttl: TtlSettings;
+  /** THE decision (decider.ts): a member is served only when it would be served for /tx/{id}. */
+  decider: Decider;
   keyPrefix: string;
   clock: Clock;
   /** Headers a /tx/{id} answer carries that a list does not (its deprecation Warning): found members serve /tx/{id} too. */
@@ -73,7 +76,7 @@ export interface TxListDeps {
   /** Reads a list the upstream must answer whole, as one entry for the request (the single reader). */
   readWhole(route: RouteSpec, request: CanonicalRequest, context: ReadContext): Promise<ReadResult>;
   telemetry: Telemetry;
-  /** Checks that a block is the canonical one at its height (see ReadThroughDeps.verifyCanonical). */
+  /** Checks that a block is the canonical one at its height (see ReadPathDeps.verifyCanonical). */
   verifyCanonical?: (block: BlockRef) => Promise<void>;
 }
 
@@ -149,27 +152,24 @@ export class TxListReader {
   private async fetch(route: RouteSpec, path: string, askedIds: readonly string[], context: ReadContext): Promise<Fetched> {
     // Stamped with the chain and time from before the request: a block landing meanwhile makes it stale.
     const asked: Snapshot = { chain: this.deps.chain(), at: this.deps.clock() };
-    const admitted = new WeakMap<UpstreamResponse, ListAdmission>();
-    const response = await this.deps.upstream.get({
-      path,
-      route: route.id,
+    // Each attempt's answer is split (and its body parsed) once, here: a malformed one is tried on another upstream.
+    const { response, admission: admitted } = await askAndAdmit(
+      this.deps.upstream,
       // The client request's id, so the upstream's logs correlate with ours.
-      headers: context.requestId === undefined ? undefined : { 'x-request-id': context.requestId },
-      // Each attempt's answer is split (and its body parsed) once, here: a malformed one is retried elsewhere.
-      validate: async (answer) => {
+      { method: 'GET', path, headers: context.requestId === undefined ? undefined : { 'x-request-id': context.requestId } },
+      route.id,
+      async (answer) => {
         const admitOnce = () => admitList({ response: answer, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
-        let admission = admitOnce();
+        const admission = admitOnce();
         // Members that only wait for their block to be checked: one check per block, then admitted again.
         const verify = this.deps.verifyCanonical;
-        if (admission.kind === 'members' && admission.unverified.size > 0 && verify) {
-          await Promise.all([...admission.unverified.values()].map((block) => verify(block)));
-          admission = admitOnce();
-        }
-        if (admission.kind === 'failure') throw admission.error;
-        admitted.set(answer, admission);
+        if (admission.kind !== 'members' || admission.unverified.size === 0 || !verify) return admission;
+        await Promise.all([...admission.unverified.values()].map((block) => verify(block)));
+        return admitOnce();
       },
-    });
-    const admission = admitted.get(response) ?? admitList({ response, asked, askedIds, transactionHeaders: this.deps.transactionHeaders });
+    );
+    // A server error (every attempt failed) is not admitted: passed on as the upstream sent it.
+    const admission: ListAdmission = admitted ?? passOn(response);
     if (admission.kind === 'failure') throw admission.error;
     return { response, admission, upstreamSeconds: (this.deps.clock() - asked.at) / 1000 };
   }

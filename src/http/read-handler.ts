@@ -1,13 +1,16 @@
 /**
  * The handler for one of the 13 read routes: validate, look up, answer. The route's row names
- * its reader: `single` routes look up memory once, synchronously, and a fresh entry is written
- * at once; anything else goes on to the read-through with that same lookup. `tx-list` routes
- * are built per transaction by the tx/multiple reader.
+ * its reader: `single` routes look up memory once, synchronously, through the read path, and a
+ * fresh entry is written at once; anything else goes on to the read path with that same lookup
+ * and the request's ReadSpec (prepared with the request, once per URL). `tx-list` routes are
+ * built per transaction by the tx/multiple reader.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { validateRequest, type CanonicalRequest } from '../routes/validate.js';
-import type { ReadThrough, ReadResult } from '../cache/read-through.js';
+import type { ReadPath, ReadResult } from '../cache/read-path.js';
+import type { ReadSpec } from '../cache/read-spec.js';
+import type { RouteReadSpecs } from '../cache/route-read-spec.js';
 import type { TxListReader } from '../cache/tx-list.js';
 import { UpstreamError } from '../upstream/errors.js';
 import { failureReply, internalError, type ErrorReply, type FailureReply } from '../errors.js';
@@ -17,7 +20,9 @@ import { sendError, sendRedirect, sendResult } from './respond.js';
 import type { RequestRecord } from './request-log.js';
 
 export interface ReadHandlerDeps {
-  readThrough: ReadThrough;
+  readPath: ReadPath;
+  /** The ReadSpec of a single-reader request (route-read-spec.ts). */
+  readSpecs: RouteReadSpecs;
   txList: TxListReader;
   logger: Logger;
   /** The composition root's clock (Age headers). */
@@ -26,15 +31,15 @@ export interface ReadHandlerDeps {
 
 /**
  * What a request URL comes to on one route before any cache or request state is consulted: the
- * upstream's error, a redirect, or the canonical request with its cache key. A pure function of
- * the URL, so the dispatcher memoizes it per URL.
+ * upstream's error, a redirect, or the canonical request with its ReadSpec (single reader; its
+ * key is the cache key). A pure function of the URL, so the dispatcher memoizes it per URL.
  */
 export type PreparedRead =
   | { kind: 'error'; error: ErrorReply }
   | { kind: 'redirect'; location: string }
   /** Not cached: the dispatcher leaves it to the passthrough. */
   | { kind: 'passthrough' }
-  | { kind: 'request'; request: CanonicalRequest; key: string | undefined };
+  | { kind: 'request'; request: CanonicalRequest; spec: ReadSpec | undefined };
 
 /** What the handler answers itself: everything prepared but what it leaves to the passthrough. */
 export type ServedRead = Exclude<PreparedRead, { kind: 'passthrough' }>;
@@ -52,7 +57,7 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
   function prepare(params: Record<string, string>, rawQuery: string): PreparedRead {
     const outcome = validateRequest(route, params, rawQuery);
     if (outcome.kind !== 'request') return outcome;
-    return { kind: 'request', request: outcome.request, key: single ? deps.readThrough.keyFor(route, outcome.request) : undefined };
+    return { kind: 'request', request: outcome.request, spec: single ? deps.readSpecs(route, outcome.request) : undefined };
   }
 
   function serve(req: IncomingMessage, res: ServerResponse, prepared: ServedRead, record: RequestRecord): void {
@@ -67,10 +72,10 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
       record.answered(sendRedirect(res, prepared.location, record.headers));
       return;
     }
-    const { request, key } = prepared;
-    let lookup: ReturnType<ReadThrough['lookup']> | undefined;
-    if (key !== undefined) {
-      lookup = deps.readThrough.lookup(key);
+    const { request, spec } = prepared;
+    let lookup: ReturnType<ReadPath['lookup']> | undefined;
+    if (spec !== undefined) {
+      lookup = deps.readPath.lookup(spec.key);
       if (lookup.decision.action === 'fresh') {
         const hit = lookup.decision.entry;
         record.cache = 'HIT';
@@ -81,7 +86,7 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     }
     const read = (): void => {
       const context = { requestId: record.requestId };
-      answer(lookup ? deps.readThrough.read(route, request, lookup, context) : deps.txList.read(route, request, context), res, req, record);
+      answer(spec && lookup ? deps.readPath.read(spec, lookup, context) : deps.txList.read(route, request, context), res, req, record);
     };
     // Rate limits (issue 9): a request the memory tier cannot answer pays the rest of a miss first.
     const charge = record.limit?.chargeMiss?.(record.headers);

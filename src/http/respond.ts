@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type { ErrorReply } from '../errors.js';
 import type { CacheEntry } from '../cache/entry.js';
 import { cacheControlFor } from '../cache/policy.js';
-import type { CacheStatus, PassedOn, ReadResult } from '../cache/read-through.js';
+import type { CacheStatus, PassedOn, ReadResult } from '../cache/read-path.js';
 
 // The upstream allows any origin (@fastify/cors defaults); browsers must also be able to read ours.
 const CORS = ['access-control-allow-origin', '*', 'access-control-expose-headers', 'X-API-Version, X-Cache, X-Cache-Class, Age, ETag, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'];

@@ -33,7 +33,7 @@ export type FreshnessRules =
   | 'tx_with_transfers';
 
 /**
- * Which reader serves the route: `single` looks up one entry per request (cache/read-through.ts);
+ * Which reader serves the route: `single` looks up one entry per request (cache/read-path.ts);
  * `tx-list` builds tx/multiple from one entry per transaction (cache/tx-list.ts).
  */
 export type ReaderKind = 'single' | 'tx-list';

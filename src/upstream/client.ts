@@ -4,21 +4,28 @@
  * attempt says about its health, is the health owner's business (health.ts): the client
  * asks it and reports to it. The only module that imports undici.
  *
+ * A read is an `UpstreamAsk`: a GET, or a POST read (a read-only contract call, a map entry, a
+ * fee estimate: reads the upstream answers without changing anything) with its body and
+ * content-type. Both are retried and failed over alike, and carry the operator's headers.
+ *
  * The retry budget: a client request costs the upstreams at most two requests
  * (`upstream.maxAttempts` <= 2, revalidation included: it is the same request). An attempt
  * that fails (transport failure, timeout, 429, 502/503/504, a body that is not what it
  * claims, an unsolicited 304) is tried once more, on another usable upstream when there is
  * one, else on the same one, unless it rate-limited the request. An answer, including a
- * handler's refusal of this one input (a JSON 4xx or 500), is returned at once and not retried.
- * When every attempt failed, the last gateway 5xx answer is returned if there was one
- * (passed on, unless a stale copy can be served), else the failure is thrown.
+ * handler's refusal of this one input (a JSON 4xx or 500), is yielded to the caller, who
+ * judges it (`attempts`): one it rejects as invalid for what it asked (a malformed body, another
+ * resource, a contradiction of the verified chain) is a failure of that upstream, tried once
+ * more like the others; any other is the answer, not retried. When every attempt failed, the
+ * last gateway 5xx answer is yielded if there was one (passed on, unless a stale copy can be
+ * served), else the failure is thrown. The client never calls back into the cache.
  */
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import type { Clock } from '../clock.js';
 import { abortAt } from './abort-at.js';
-import { judgeAnswer } from './answer-verdict.js';
+import { judgeAnswer, type AnswerVerdict } from './answer-verdict.js';
 import { classifyTransportError, UpstreamError } from './errors.js';
 import type { HealthStatus, UpstreamHealth } from './health.js';
 import { upstreamHeadersFor, type OutgoingHeaderSettings } from './outgoing-headers.js';
@@ -50,17 +57,37 @@ export interface UpstreamResponse {
   body: Buffer;
 }
 
+/** A tip poll or chain check sent to one named upstream (getFrom): a plain GET. */
 export interface UpstreamRequest {
   path: string;
   /** Route id, for metrics labels and logs only. */
   route: string;
   headers?: Record<string, string>;
-  /**
-   * Throws or rejects (an UpstreamError 'invalid') for a body that is not what it claims: retried
-   * like a failure. Called for answers and refusals, never for failures. May wait (a check of the
-   * chain the answer names) within the request's deadline.
-   */
-  validate?: (response: UpstreamResponse) => void | Promise<void>;
+}
+
+/**
+ * The one upstream request a read makes, as the upstream reads it. POST reads (a read-only
+ * contract call, a map entry, a fee estimate) are reads: retried and failed over like a GET.
+ */
+export interface UpstreamAsk {
+  method: 'GET' | 'POST';
+  /** Path and query, as forwarded. */
+  path: string;
+  /** POST reads only: the body exactly as forwarded. */
+  body?: Buffer;
+  /** Request headers the upstream reads for this request (a POST body's content-type; If-None-Match; X-Request-Id). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * One upstream's answer to an ask, for the caller to judge (attempts()). The caller that finds
+ * it invalid for what it asked (a malformed body, another resource, an answer that contradicts
+ * the verified chain) rejects it: that counts against the upstream, and the ask goes on to the
+ * next attempt. Anything else stands as the answer once the caller moves on or stops.
+ */
+export interface UpstreamAttempt {
+  readonly response: UpstreamResponse;
+  reject(error: UpstreamError): void;
 }
 
 /** Health (from the health owner) and load (from the client's queues) of one upstream. */
@@ -77,9 +104,11 @@ interface Upstream {
   headers: Record<string, string>;
 }
 
-/** One request sent: its answer, and the failure that answer is, when it is one. */
-interface Attempt {
+/** One request sent: its answer, what the answer says, and the failure it is, when it is one. */
+interface Sent {
   response: UpstreamResponse;
+  verdict: AnswerVerdict['kind'];
+  seconds: number;
   failure?: UpstreamError;
 }
 
@@ -133,8 +162,18 @@ export class UpstreamClient {
     });
   }
 
-  /** An idempotent GET with failover and at most one retry (see the module comment). */
-  async get(request: UpstreamRequest): Promise<UpstreamResponse> {
+  /**
+   * The attempts at one ask, with failover and at most one retry (see the module comment). Each
+   * answer is yielded for the caller to judge: one it rejects counts against its upstream and
+   * the ask goes on to the next attempt (another upstream when there is one); one it does not
+   * reject is the answer, and ends the attempts. Failures (transport, 429, gateway 5xx) are
+   * retried here and never yielded, except that when every attempt failed the last gateway 5xx
+   * answer is yielded as the last resort (to pass on, unless a stale copy can be served).
+   * Throws the last failure when there is nothing to yield.
+   *
+   * The caller asks, admits and decides; the client never calls back into the cache.
+   */
+  async *attempts(ask: UpstreamAsk, route: string): AsyncGenerator<UpstreamAttempt, void, undefined> {
     const deadline = this.clock() + this.settings.requestDeadlineMs;
     const tried = new Set<string>();
     let lastError: UpstreamError | undefined;
@@ -149,22 +188,43 @@ export class UpstreamClient {
           this.health.release(upstream.origin);
           break;
         }
-        this.telemetry.upstreamRetried(upstream.origin, request.route, lastError?.kind ?? '5xx');
+        this.telemetry.upstreamRetried(upstream.origin, route, lastError?.kind ?? '5xx');
         await sleep(pause);
       }
       tried.add(upstream.origin);
+      let sent: Sent;
       try {
-        const { response, failure } = await this.send(upstream, request, deadline);
-        if (!failure) return response;
-        lastError = failure;
-        if (failure.kind === '5xx') lastServerError = response;
+        sent = await this.send(upstream, ask, route, deadline);
       } catch (error) {
         lastError = classifyTransportError(error, upstream.origin);
+        continue;
       }
+      if (sent.failure) {
+        lastError = sent.failure;
+        if (sent.failure.kind === '5xx') lastServerError = sent.response;
+        continue;
+      }
+      // The caller's verdict is awaited before the upstream's health is told how it answered:
+      // an answer the caller rejects (invalid for what was asked) is that upstream's failure.
+      let rejection: UpstreamError | undefined;
+      let judged = false;
+      try {
+        yield { response: sent.response, reject: (error) => void (judged ? undefined : (rejection ??= error)) };
+      } finally {
+        judged = true;
+        if (rejection) this.rejected(upstream.origin, route, rejection);
+        else this.answered(upstream.origin, route, sent);
+      }
+      if (!rejection) return;
+      lastError = rejection;
     }
-    if (lastServerError) return lastServerError;
+    if (lastServerError) {
+      yield { response: lastServerError, reject: () => undefined };
+      return;
+    }
     throw lastError ?? this.noUsableUpstream();
   }
+
   /**
    * One attempt against one named upstream: the chain-tip poll, which is also the health
    * check. It skips the request queue (the tip must move even under load), and while a
@@ -178,8 +238,10 @@ export class UpstreamClient {
     // limit would most likely be refused and prolong it. The tip stays where it was meanwhile.
     const limitedMs = this.health.rateLimitRemaining(origin);
     if (limitedMs > 0) throw new UpstreamError('rate_limited', origin, `${origin} is rate limited for ${limitedMs} ms more`, { retryAfterMs: limitedMs });
-    const { response } = await this.send(upstream, request, this.clock() + this.settings.requestDeadlineMs, { healthCheck: true });
-    return response;
+    const ask: UpstreamAsk = { method: 'GET', path: request.path, headers: request.headers };
+    const sent = await this.send(upstream, ask, request.route, this.clock() + this.settings.requestDeadlineMs, { healthCheck: true });
+    if (!sent.failure) this.answered(origin, request.route, sent, { healthCheck: true });
+    return sent.response;
   }
 
   async close(): Promise<void> {
@@ -196,18 +258,19 @@ export class UpstreamClient {
   }
 
   /**
-   * One request to one upstream, and what its answer says about that upstream (health and
-   * telemetry are told here). Throws for transport failures and bodies `validate` refuses;
-   * returns a failure that is an HTTP answer (429, a gateway 5xx, ...) alongside that answer.
-   * For the tip poll (`healthCheck`) a refusal is a failure too: the poll asks for nothing an
-   * upstream in working order refuses.
+   * One request to one upstream. Throws for transport failures (health and telemetry told
+   * here); returns an HTTP answer that is a failure of the upstream (429, a gateway 5xx, ...)
+   * with that failure, told here too. An answer or a refusal is told by the caller once it is
+   * judged (answered/rejected). For the tip poll (`healthCheck`) a refusal is a failure too:
+   * the poll asks for nothing an upstream in working order refuses.
    */
   private async send(
     upstream: Upstream,
-    request: UpstreamRequest,
+    ask: UpstreamAsk,
+    route: string,
     deadline: number,
     options: { healthCheck?: boolean } = {},
-  ): Promise<Attempt> {
+  ): Promise<Sent> {
     let release: () => void = () => undefined;
     if (!options.healthCheck) {
       try {
@@ -219,33 +282,29 @@ export class UpstreamClient {
       }
     }
     const started = performance.now();
-    const seconds = () => (performance.now() - started) / 1000;
     const deadlineAbort = abortAt(deadline - this.clock());
     try {
       const response = await upstream.pool.request({
-        method: 'GET',
-        path: request.path,
-        // The request's own headers (If-None-Match) last: the operator's cannot name them.
-        headers: request.headers ? { ...upstream.headers, ...request.headers } : upstream.headers,
+        method: ask.method,
+        path: ask.path,
+        // The ask's own headers (If-None-Match, a POST's content-type) last: the operator's cannot name them.
+        headers: ask.headers ? { ...upstream.headers, ...ask.headers } : upstream.headers,
+        body: ask.body,
         signal: deadlineAbort.signal,
       });
       const body = Buffer.from(await response.body.arrayBuffer());
+      const seconds = (performance.now() - started) / 1000;
       const answer = { upstream: upstream.origin, status: response.statusCode, headers: flattenHeaders(response.headers), body };
-      const verdict = judgeAnswer({ ...answer, conditional: request.headers?.['if-none-match'] !== undefined });
+      const verdict = judgeAnswer({ ...answer, conditional: ask.headers?.['if-none-match'] !== undefined });
       if (verdict.kind === 'failure') {
-        this.recordFailedAnswer(upstream.origin, request, verdict.error, answer, seconds());
-        return { response: answer, failure: this.withRetryAfter(verdict.error, answer) };
+        this.recordFailedAnswer(upstream.origin, route, verdict.error, answer, seconds);
+        return { response: answer, verdict: verdict.kind, seconds, failure: this.withRetryAfter(verdict.error, answer) };
       }
-      await request.validate?.(answer);
-      this.telemetry.upstreamAnswered(upstream.origin, request.route, response.statusCode, seconds());
-      if (verdict.kind === 'answer') this.health.recordSuccess(upstream.origin, options);
-      else if (options.healthCheck) this.health.recordFailure(upstream.origin);
-      else this.health.release(upstream.origin);
-      return { response: answer };
+      return { response: answer, verdict: verdict.kind, seconds };
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);
       this.health.recordFailure(upstream.origin);
-      this.telemetry.upstreamFailed(upstream.origin, request.route, failure);
+      this.telemetry.upstreamFailed(upstream.origin, route, failure);
       throw failure;
     } finally {
       deadlineAbort.cancel();
@@ -253,13 +312,27 @@ export class UpstreamClient {
     }
   }
 
+  /** An answer (or a handler's refusal) that stands: counted, and the upstream's health told. */
+  private answered(origin: string, route: string, sent: Sent, options: { healthCheck?: boolean } = {}): void {
+    this.telemetry.upstreamAnswered(origin, route, sent.response.status, sent.seconds);
+    if (sent.verdict === 'answer') this.health.recordSuccess(origin, options);
+    else if (options.healthCheck) this.health.recordFailure(origin);
+    else this.health.release(origin);
+  }
+
+  /** An answer the caller found invalid for what it asked: a failure of that upstream. */
+  private rejected(origin: string, route: string, error: UpstreamError): void {
+    this.health.recordFailure(origin);
+    this.telemetry.upstreamFailed(origin, route, error);
+  }
+
   /** An HTTP answer that is a failure of the upstream: counted, and a 429's pause started. */
-  private recordFailedAnswer(origin: string, request: UpstreamRequest, failure: UpstreamError, answer: UpstreamResponse, seconds: number): void {
+  private recordFailedAnswer(origin: string, route: string, failure: UpstreamError, answer: UpstreamResponse, seconds: number): void {
     if (failure.kind === 'rate_limited') {
       this.health.rateLimited(origin, retryAfterMs(answer.headers['retry-after'], this.clock(), this.retryAfterSettings()));
     }
     this.health.recordFailure(origin);
-    this.telemetry.upstreamAnswered(origin, request.route, answer.status, seconds, failure);
+    this.telemetry.upstreamAnswered(origin, route, answer.status, seconds, failure);
   }
 
   private withRetryAfter(failure: UpstreamError, answer: UpstreamResponse): UpstreamError {

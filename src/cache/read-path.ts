@@ -1,0 +1,262 @@
+/**
+ * The one read path (issue 15): get-or-fetch for one ReadSpec, whatever route or route family it
+ * comes from. It owns the memory lookup (synchronous: the hit path), the shared-tier lookup, the
+ * decision (decider.ts, asked once per request and by every other "may this be served now?"),
+ * single-flight (in the process, and across instances through shared-flight.ts), revalidation
+ * (If-None-Match; a 304 confirms the entry through spec.confirm), confirmation by another URL of
+ * the same ETag scope, stale-while-revalidate and stale-if-error, and the fetch: each upstream
+ * answer is admitted here (spec.admit; the evidence an admission waits for is checked here),
+ * and an invalid one is tried on the next upstream (upstream-exchange.ts). A spec says only what
+ * to key, what to ask and how an answer becomes an entry.
+ */
+import type { Clock } from '../clock.js';
+import type { BlockRef, ChainView } from '../chain/view.js';
+import type { UpstreamAsk, UpstreamClient } from '../upstream/client.js';
+import { UpstreamError } from '../upstream/errors.js';
+import { passOn, type Admission, type Confirmation, type PassedOn, type Snapshot } from './admit.js';
+import type { Decider } from './decider.js';
+import type { CacheEntry } from './entry.js';
+import { fallbackOf, type Decision, type Refresh } from './policy.js';
+import type { ReadSpec } from './read-spec.js';
+import type { SharedFlight } from './shared-flight.js';
+import { SingleFlight } from './single-flight.js';
+import type { TieredStore } from './tiered-store.js';
+import { CacheLookups, type Found } from './lookup.js';
+import { ResourceValidations } from './resource-validations.js';
+import { askAndAdmit, type Admitted } from './upstream-exchange.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+
+export type { PassedOn } from './admit.js';
+
+export type CacheStatus = 'HIT' | 'MISS' | 'REVALIDATED' | 'STALE' | 'BYPASS';
+
+/** What a read produced: a (possibly just stored) entry, or an upstream answer passed on. */
+export type ReadResult = (
+  | { cacheStatus: Exclude<CacheStatus, 'BYPASS'>; entry: CacheEntry }
+  | { cacheStatus: 'BYPASS'; passed: PassedOn }
+) & {
+  /** Seconds spent waiting for the upstream, when this request caused a fetch. */
+  upstreamSeconds?: number;
+};
+
+/** The one memory lookup of a request and what the decision made of it. */
+export type Lookup = Found;
+
+/** About the client request a read serves, for what goes upstream with it. */
+export interface ReadContext {
+  /** The client request's id: sent upstream as X-Request-Id, so logs correlate end to end. */
+  requestId?: string;
+}
+
+export interface ReadPathDeps {
+  store: TieredStore;
+  upstream: UpstreamClient;
+  /** THE decision (decider.ts), shared with every other reader. */
+  decider: Decider;
+  chain: () => ChainView;
+  clock: Clock;
+  /** Cross-instance single-flight (Redis); absent: per process only. */
+  sharedFlight?: SharedFlight;
+  telemetry: Telemetry;
+  /**
+   * Checks that a block is the canonical one at its height (the tracker's bounded, single-flight
+   * check); absent: answers whose block is not known yet stay `tip`.
+   */
+  verifyCanonical?: (block: BlockRef) => Promise<void>;
+}
+
+/** The spec's ask, with what this read adds: the ETag it revalidates, the client request's id. */
+function askFor(spec: ReadSpec, refresh: Refresh, context: ReadContext): UpstreamAsk {
+  if (refresh.action !== 'revalidate' && context.requestId === undefined) return spec.ask;
+  const headers: Record<string, string> = { ...spec.ask.headers };
+  if (refresh.action === 'revalidate') headers['if-none-match'] = refresh.etag;
+  if (context.requestId !== undefined) headers['x-request-id'] = context.requestId;
+  return { ...spec.ask, headers };
+}
+
+export class ReadPath {
+  private readonly flights = new SingleFlight<ReadResult>();
+  private readonly lookups: CacheLookups;
+  /** ETags the upstream gave per shared scope: an expired entry another URL's answer confirms is not asked for again. */
+  private readonly validations = new ResourceValidations();
+
+  constructor(private readonly deps: ReadPathDeps) {
+    this.lookups = new CacheLookups(deps);
+  }
+
+  /** The whole hit path: a synchronous memory lookup and the decision (counted in lookup.ts). */
+  lookup(key: string): Lookup {
+    return this.lookups.memory(key);
+  }
+
+  /**
+   * The answer for `spec`: `first` is the request's memory lookup when the caller made it
+   * already (the hit path), else it is made here. Not async: a Redis-tier hit is the
+   * second-hottest path, and each async frame it crosses costs a promise and a microtask hop; a
+   * hit in Redis resolves straight from the lookup's promise.
+   */
+  read(spec: ReadSpec, first: Lookup = this.lookup(spec.key), context: ReadContext = {}): Promise<ReadResult> {
+    if (first.decision.action === 'fresh') return Promise.resolve({ cacheStatus: 'HIT', entry: first.decision.entry });
+    if (first.entry) return this.afterLookup(spec, first.decision, context);
+    return this.lookups.shared(spec.key).then((shared) => {
+      const decision = shared ? shared.decision : first.decision;
+      if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
+      return this.afterLookup(spec, decision, context);
+    });
+  }
+
+  /**
+   * An entry the cache holds for `key` (memory, then the shared tier) that may be served now, for
+   * a reader's own use (the tx/events finality probe): no client asked for it, so no lookup is counted.
+   */
+  async freshEntry(key: string): Promise<CacheEntry | undefined> {
+    const found = await this.deps.store.get(key);
+    return found && this.deps.decider.isFresh(found.entry) ? found.entry : undefined;
+  }
+
+  /**
+   * What an entry that is not fresh (or no entry) comes to: confirmed, served stale, or fetched.
+   * Async so that anything thrown becomes the caller's rejection, never a throw into node:http.
+   */
+  private async afterLookup(spec: ReadSpec, decision: Decision, context: ReadContext): Promise<ReadResult> {
+    if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
+    const refresh = decision.action === 'serve-stale-and-refresh' ? decision.refresh : decision;
+    if (refresh.action === 'revalidate' && spec.etagScope !== undefined) {
+      const confirmed = await this.confirmedByScope(spec, spec.etagScope, refresh);
+      if (confirmed) return confirmed;
+    }
+    if (decision.action === 'serve-stale-and-refresh') {
+      this.refreshOnce(spec, decision.refresh, context).catch(() => undefined); // the refresh's failure is the next request's concern
+      this.deps.telemetry.staleServed(spec.label, 'revalidating');
+      return { cacheStatus: 'STALE', entry: decision.entry };
+    }
+    if (decision.action === 'refetch' && decision.purged) this.deps.telemetry.reorgPurged();
+    return this.refreshOnce(spec, decision, context);
+  }
+
+  /**
+   * The entry confirmed without asking the upstream: since it was validated, the upstream gave its
+   * very ETag for another URL of the same scope (etag-scope.ts) under the tip that is current now,
+   * so a revalidation would be answered 304. Stamped with that answer's chain and time, as a 304
+   * of its own would be; undefined unless the decision finds it fresh then.
+   */
+  private async confirmedByScope(spec: ReadSpec, scope: string, refresh: Refresh & { action: 'revalidate' }): Promise<ReadResult | undefined> {
+    const asked = this.validations.confirmedAt(scope, refresh.etag);
+    if (!asked || asked.at < refresh.entry.validatedAt) return undefined;
+    const confirmed = await spec.confirm(refresh.entry, asked, 'cache');
+    if (confirmed.kind !== 'entry' || !this.deps.decider.isFresh(confirmed.entry)) return undefined;
+    void this.deps.store.set(spec.key, confirmed.entry);
+    this.deps.telemetry.etagScopeConfirmed(spec.label);
+    return { cacheStatus: 'HIT', entry: confirmed.entry };
+  }
+
+  /** What the upstream said about a scope's ETag: 200, 404 and 304 answers alike. */
+  private learn(spec: ReadSpec, etag: string | undefined, asked: Snapshot): void {
+    if (spec.etagScope !== undefined && etag !== undefined) this.validations.record(spec.etagScope, etag, asked);
+  }
+
+  /** Requests that join a flight share its upstream request, and so its request id. */
+  private refreshOnce(spec: ReadSpec, refresh: Refresh, context: ReadContext): Promise<ReadResult> {
+    return this.flights.run(
+      spec.key,
+      () => this.landedMeanwhile(spec.key) ?? this.fetchAcrossInstances(spec, refresh, context),
+      () => this.deps.telemetry.singleflightJoined(spec.label),
+    );
+  }
+
+  /**
+   * A flight for this key may have ended while this request was looking in Redis (a slow or failed
+   * read, common under load): its answer is in the memory tier now, and leading a new flight would
+   * ask the upstream again for what it has just answered.
+   */
+  private landedMeanwhile(key: string): Promise<ReadResult> | undefined {
+    const entry = this.deps.store.peek(key);
+    if (!entry || !this.deps.decider.isFresh(entry)) return undefined;
+    return Promise.resolve({ cacheStatus: 'HIT', entry });
+  }
+
+  private async fetchAcrossInstances(spec: ReadSpec, refresh: Refresh, context: ReadContext): Promise<ReadResult> {
+    const flight = this.deps.sharedFlight;
+    if (!flight) return this.fetch(spec, refresh, false, context);
+    const outcome = await flight.run(
+      spec.key,
+      spec.label,
+      (mustLand) => this.fetch(spec, refresh, mustLand, context),
+      (entry) => this.deps.decider.isFresh(entry),
+    );
+    if (outcome.kind === 'fetched') return outcome.value;
+    void this.deps.store.set(spec.key, outcome.entry, { memoryOnly: true });
+    return { cacheStatus: 'HIT', entry: outcome.entry };
+  }
+
+  /** `mustLand`: the shared-flight lock holder, whose entry must be in Redis before it releases. */
+  private async fetch(spec: ReadSpec, refresh: Refresh, mustLand: boolean, context: ReadContext): Promise<ReadResult> {
+    // The answer is stamped with the chain and time from before it was asked for: a block that
+    // lands meanwhile must make it stale, not make it look current.
+    const asked: Snapshot = { chain: this.deps.chain(), at: this.deps.clock() };
+    const fallback = fallbackOf(refresh);
+    const started = this.deps.clock();
+    let got: Admitted<Admission>;
+    try {
+      // Each attempt's answer is admitted (and its body parsed) as it comes: a malformed body, or
+      // one that contradicts the verified chain, fails the attempt, which is tried on another upstream.
+      got = await askAndAdmit(this.deps.upstream, askFor(spec, refresh, context), spec.label, (answer) => this.withEvidence(() => spec.admit(answer, asked)));
+    } catch (error) {
+      const stale = this.staleFallback(spec, fallback, error);
+      if (stale) return stale;
+      throw error;
+    }
+    const { response } = got;
+    const upstreamSeconds = (this.deps.clock() - started) / 1000;
+    if (response.status >= 500) {
+      // Stale data beats an error; without it the client gets the upstream's own 5xx.
+      const failure = new UpstreamError('5xx', response.upstream, `upstream answered ${response.status}`);
+      return this.staleFallback(spec, fallback, failure) ?? { cacheStatus: 'BYPASS', passed: passOn(response).passed, upstreamSeconds };
+    }
+    if (refresh.action === 'revalidate') {
+      const notModified = response.status === 304;
+      this.deps.telemetry.revalidated(notModified ? 'not_modified' : 'modified');
+      if (notModified) {
+        const confirmed = await this.withEvidence(() => spec.confirm(refresh.entry, asked, response.upstream));
+        // Stored bytes the verified chain now contradicts are not confirmed by a 304: fetched in full.
+        if (confirmed.kind === 'failure') return this.fetch(spec, { action: 'refetch' }, mustLand, context);
+        this.learn(spec, refresh.etag, asked);
+        await this.write(spec.key, confirmed.entry, mustLand);
+        return { cacheStatus: 'REVALIDATED', entry: confirmed.entry, upstreamSeconds };
+      }
+    }
+    // Only a 304 the read did not ask for reaches here unadmitted (the client refuses those): passed on.
+    const admission = got.admission ?? passOn(response);
+    if (admission.kind === 'failure') throw admission.error;
+    if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
+    this.learn(spec, admission.entry.upstreamEtag, asked);
+    await this.write(spec.key, admission.entry, mustLand);
+    return { cacheStatus: 'MISS', entry: admission.entry, upstreamSeconds };
+  }
+
+  /**
+   * An admission made once more after the canonical block it waited for was checked: the answer
+   * is final only when its block is that one, and contradicts the chain when it is not.
+   */
+  private async withEvidence<A extends Admission | Confirmation>(admitOnce: () => A | Promise<A>): Promise<A> {
+    const first = await admitOnce();
+    const verify = this.deps.verifyCanonical;
+    if (first.kind !== 'entry' || first.unverified === undefined || !verify) return first;
+    await verify(first.unverified);
+    return admitOnce();
+  }
+
+  /** Memory at once; the shared tier in the background unless the caller must know it landed. */
+  private async write(key: string, entry: CacheEntry, mustLand: boolean): Promise<void> {
+    const landed = this.deps.store.set(key, entry);
+    if (mustLand) await landed;
+  }
+
+  private staleFallback(spec: ReadSpec, fallback: CacheEntry | undefined, error: unknown): ReadResult | undefined {
+    if (!fallback || !(error instanceof UpstreamError)) return undefined;
+    const standIn = this.deps.decider.standIn(fallback);
+    if (!standIn) return undefined;
+    this.deps.telemetry.staleServed(spec.label, error.kind);
+    return { cacheStatus: 'STALE', entry: standIn };
+  }
+}
