@@ -18,7 +18,7 @@ import { failureReply, internalError, type FailureReply } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { LimitGrant } from '../limits/rate-limiter.js';
 import type { ReadSpec } from '../cache/read-spec.js';
-import type { Lookup, ReadContext, ReadResult } from '../cache/read-through.js';
+import type { Lookup, ReadContext, ReadResult } from '../cache/read-path.js';
 import { canonicalJson } from '../surface/canonical-json.js';
 import { caches } from '../surface/families.js';
 import { matchSurface, MAX_SURFACE_URL_CHARS } from '../surface/plan.js';

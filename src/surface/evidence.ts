@@ -30,6 +30,8 @@ const bodyOf = (entry: CacheEntry | undefined): Record<string, unknown> | undefi
   entry?.status === 200 ? asObject(parseJson(entry.body)) : undefined;
 
 const TX_ID = /^0x[0-9a-fA-F]{64}$/;
+/** A contract id as Clarity spells one (c32 address, a dot, a contract name): anything else is asked about nowhere. */
+const CONTRACT_ID = /^S[0-9A-Z]{27,40}\.[a-zA-Z][a-zA-Z0-9_-]{0,127}$/;
 
 /** The deploy tx id the upstream names for a contract, if the entry is that contract's. */
 export function deployTxIdOf(entry: CacheEntry | undefined, contractId: string): string | undefined {
@@ -59,6 +61,7 @@ export function blockEvidenceOf(entry: CacheEntry | undefined, indexBlockHash: s
 export function createSurfaceEvidence(reads: EvidenceReads): SurfaceEvidence {
   return {
     async deployFinal(contractId) {
+      if (!CONTRACT_ID.test(contractId)) return undefined;
       const txId = deployTxIdOf(await reads.contract(contractId), contractId);
       return txId === undefined ? undefined : deployEvidenceOf(await reads.transaction(txId), txId, contractId);
     },

@@ -219,3 +219,15 @@ describe('evidence rules', () => {
     for (const id of ['contract_interface', 'contract_source', 'constant_val', 'call_read', 'map_entry', 'data_var', 'tx_raw']) expect(FAMILY_BY_ID.get(id)?.evidence).toBeDefined();
   });
 });
+
+describe('node RPC refusals', () => {
+  it("are the request's answer whatever their content type, not a failure of the upstream", async () => {
+    const { judgeAnswer } = await import('../../src/upstream/answer-verdict.js');
+    const text = { upstream: 'u', headers: { 'content-type': 'text/plain' }, body: Buffer.from('Failed to deserialize'), conditional: false };
+    expect(judgeAnswer({ ...text, status: 400, path: '/v2/contracts/call-read/a/b/c' }).kind).toBe('refusal');
+    expect(judgeAnswer({ ...text, status: 400, path: '/extended/v1/tx/x' }).kind).toBe('failure');
+    expect(judgeAnswer({ ...text, status: 400, path: '/v2/prices/names/x' }).kind).toBe('failure');
+    expect(judgeAnswer({ ...text, status: 502, path: '/v2/info' }).kind).toBe('failure');
+    expect(judgeAnswer({ ...text, status: 429, path: '/v2/info' }).kind).toBe('failure');
+  });
+});
