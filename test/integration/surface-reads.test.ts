@@ -243,3 +243,44 @@ describe('ETag families and what the upstream refuses', () => {
     expect(upstream.count(/^\/v2\/data_var\//)).toBe(2);
   });
 });
+
+describe('the official client (v9) through the proxy', () => {
+  it('gets its v3 calls answered as the upstream answers them, and repeats from the cache', async () => {
+    const { createClient } = await import('@stacks/blockchain-api-client');
+    const { upstream, proxy } = await setup();
+    const tx = RECORDED.pendingTxId;
+    upstream.script({ match: /^\/extended\/v3\/principals\/[^/]+\/nonces/, answer: (r) => withEtag(r, 'pm1', { last_executed_tx_nonce: 3, possible_next_nonce: 4, detected_missing_nonces: [], detected_mempool_nonces: [] }) });
+    upstream.script({ match: /^\/extended\/v3\/principals\/[^/]+\/balances\/stx/, answer: (r) => withEtag(r, 'pm1', { balance: '100', total_sent: '0', total_received: '100' }) });
+    upstream.script({ match: /^\/extended\/v3\/mempool\/transactions/, answer: (r) => withEtag(r, 'm1', { limit: 20, offset: 0, total: 0, results: [] }) });
+    upstream.script({ match: /^\/extended\/v3\/transactions\/0x/, answer: (r) => withEtag(r, 't1', { tx_id: tx, tx_status: 'pending', tx_type: 'token_transfer' }, { warning: WARNING }) });
+    const client = createClient({ baseUrl: proxy.url });
+    const direct = createClient({ baseUrl: upstream.url });
+
+    const calls = [
+      (c: typeof client) => c.GET('/extended/v3/principals/{principal}/nonces', { params: { path: { principal: P } } }),
+      (c: typeof client) => c.GET('/extended/v3/principals/{principal}/balances/stx', { params: { path: { principal: P } } }),
+      (c: typeof client) => c.GET('/extended/v3/mempool/transactions', { params: { query: { limit: 20 } } }),
+      (c: typeof client) => c.GET('/extended/v3/transactions/{tx_id}', { params: { path: { tx_id: tx } } }),
+    ];
+    for (const call of calls) {
+      const viaProxy = await call(client);
+      expect(viaProxy.response.status).toBe(200);
+      expect(viaProxy.data).toEqual((await call(direct)).data);
+      const again = await call(client);
+      expect(again.response.headers.get('x-cache')).toBe('HIT');
+      expect(again.response.headers.get('x-cache-class')).toBe('mempool');
+    }
+    expect((await calls[3]!(client)).response.headers.get('warning')).toBe(WARNING);
+  });
+});
+
+describe('rate limits', () => {
+  it('charges a surface read that asks the upstream a miss, and a hit a hit', async () => {
+    const { upstream, proxy } = await setup({ rateLimit: { enabled: true, anonymous: { limit: 20 }, hitCost: 1, missCost: 5 } });
+    upstream.script({ match: /^\/v2\/fees\/transfer$/, answer: () => nodeAnswer(1) });
+    const miss = await fetchRaw(`${proxy.url}/v2/fees/transfer`);
+    const hit = await fetchRaw(`${proxy.url}/v2/fees/transfer`);
+    expect([miss.headers.get('x-cache'), miss.headers.get('ratelimit-remaining')]).toEqual(['MISS', '15']);
+    expect([hit.headers.get('x-cache'), hit.headers.get('ratelimit-remaining')]).toEqual(['HIT', '14']);
+  });
+});
