@@ -65,6 +65,22 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
     return match && caches(match.family) ? planOf(match, target.url, target.query) : null;
   };
 
+  /**
+   * A GET's spec is a pure function of its plan and, for tip-keyed families, the tip: kept with
+   * the plan while the tip stays, so a hit builds no key and no closures.
+   */
+  const specs = new WeakMap<SurfacePlan, { tip: string | undefined; burn: number | undefined; spec: ReadSpec | undefined }>();
+  function getSpec(plan: SurfacePlan): ReadSpec | undefined {
+    const chain = deps.chain();
+    const tip = plan.tipKeyed ? chain.tipHash : undefined;
+    const burn = plan.tipKeyed && plan.family.burnKeyed ? chain.burnHeight : undefined;
+    const known = specs.get(plan);
+    if (known && known.tip === tip && known.burn === burn) return known.spec;
+    const spec = surfaceSpec({ plan, method: 'GET', keyPrefix: deps.keyPrefix, chain, evidence: deps.evidence });
+    specs.set(plan, { tip, burn, spec });
+    return spec;
+  }
+
   return (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant): boolean => {
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     if (method !== 'GET' && method !== 'POST') return false;
@@ -76,7 +92,7 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
     // A tip-keyed read before any tip is known cannot be keyed: uncached, as before.
     if (plan.tipKeyed && deps.chain().tipHash === undefined) return false;
     if (method === 'GET') {
-      const spec = surfaceSpec({ plan, method, keyPrefix: deps.keyPrefix, chain: deps.chain(), evidence: deps.evidence });
+      const spec = getSpec(plan);
       if (!spec) return false;
       serve(req, res, plan, spec, observeRequest(req, res, deps, limit));
       return true;
