@@ -4,6 +4,12 @@
  * from the surface table). The read path owns the lookup, the decision, single-flight,
  * revalidation, stale fallbacks and the fetch; a spec says only what to key, what to ask the
  * upstream, and how an answer becomes an entry (pure steps, which may wait for evidence).
+ *
+ * Use (read-path.ts): a GET spec is a pure function of its URL, so build it once per URL with the
+ * rest of the prepared request; then `readPath.lookup(spec.key)` (synchronous, the hit path: a
+ * `fresh` decision is written at once) and otherwise `readPath.read(spec, lookup, { requestId })`.
+ * Entries are stamped with `asked` (the chain and time from before the request left: admit.ts
+ * `stamp`), so a block that lands meanwhile makes them stale; the read path decides the rest.
  */
 import type { UpstreamAsk, UpstreamResponse } from '../upstream/client.js';
 import type { Admission, Confirmation, Snapshot } from './admit.js';
