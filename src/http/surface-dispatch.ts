@@ -118,6 +118,11 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
         return;
       }
       serve(req, res, plan, spec, record);
+    }).catch((error: unknown) => {
+      // Nothing here is expected to throw; if it does, the client gets a 500 and the process goes on.
+      deps.logger.error({ err: error, family: plan.family.id }, 'unexpected error while reading a POST read');
+      if (res.headersSent) res.destroy();
+      else record.answered(sendError(res, internalError('proxy error'), 'NONE', record.headers));
     });
     return true;
   };

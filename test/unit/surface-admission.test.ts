@@ -231,3 +231,21 @@ describe('node RPC refusals', () => {
     expect(judgeAnswer({ ...text, status: 429, path: '/v2/info' }).kind).toBe('failure');
   });
 });
+
+describe('which POST reads the proxy reads itself', () => {
+  it('takes only JSON with an announced length within the bound, not chunked, not encoded', async () => {
+    const { postBodyLength } = await import('../../src/http/surface-dispatch.js');
+    const req = (headers: Record<string, string>) => ({ headers }) as unknown as import('node:http').IncomingMessage;
+    const json = { 'content-type': 'application/json', 'content-length': '20' };
+    expect(postBodyLength(req(json), 64)).toBe(20);
+    expect(postBodyLength(req({ ...json, 'content-type': 'application/json; charset=utf-8' }), 64)).toBe(20);
+    expect(postBodyLength(req({ ...json, 'content-type': 'Application/JSON;charset="UTF-8"' }), 64)).toBe(20);
+    expect(postBodyLength(req({ ...json, 'content-length': '65' }), 64)).toBeUndefined();
+    expect(postBodyLength(req({ 'content-type': 'application/json', 'transfer-encoding': 'chunked' }), 64)).toBeUndefined();
+    expect(postBodyLength(req({ ...json, 'content-encoding': 'gzip' }), 64)).toBeUndefined();
+    expect(postBodyLength(req({ ...json, 'content-type': 'application/json; charset=latin1' }), 64)).toBeUndefined();
+    expect(postBodyLength(req({ ...json, 'content-type': 'text/plain' }), 64)).toBeUndefined();
+    expect(postBodyLength(req({ 'content-type': 'application/json' }), 64)).toBeUndefined();
+    expect(postBodyLength(req({ ...json, 'content-length': '1e2' }), 64)).toBeUndefined();
+  });
+});
