@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { ChainView } from '../chain/view.js';
 import { passOn } from '../cache/admit.js';
 import type { ReadSpec, UpstreamAsk } from '../cache/read-spec.js';
-import { admitSurface, confirmSurface, wantsEvidence, type FinalEvidence, type SurfaceFacts } from './admit-surface.js';
+import { admitSurface, confirmSurface, normalTxId, wantsEvidence, type FinalEvidence, type SurfaceFacts } from './admit-surface.js';
 import type { Family } from './families.js';
 import { isTipKeyed, pinnedTip, principalOf, surfaceKey, withoutProof, type SurfaceMatch } from './plan.js';
 
@@ -95,7 +95,38 @@ export function surfaceSpec(input: SpecInput): ReadSpec | undefined {
       return evidence === undefined ? first : admitSurface(facts, answer, asked, evidence);
     },
     confirm: (entry, asked) => confirmSurface(facts, entry, asked),
+    ...(storable && etagScopeOf(plan) !== undefined ? { etagScope: etagScopeOf(plan) } : {}),
   };
+}
+
+/**
+ * The URLs whose upstream ETag is one value (cache/etag-scope.ts): the upstream computes a
+ * principal's `principal` and `principal_mempool` ETags from the principal alone, whichever route
+ * (the scope names are the 13 routes' own, so their entries and the families' confirm each
+ * other); the `mempool` ETag is one global digest of the pending set, whatever the route and
+ * query (`?address=` included); the `transaction` ETag is per transaction. When the upstream
+ * gives one URL of a scope an entry's very ETag under the current tip, that entry is confirmed
+ * without asking (read-path.ts). Chain-tip and block ETags are left out: they change with the tip,
+ * under which entries are fresh anyway.
+ */
+function etagScopeOf(plan: SurfacePlan): string | undefined {
+  const { family, facts } = plan;
+  switch (family.change) {
+    case 'etag:principal':
+    case 'etag:principal_mempool': {
+      const source = family.principal;
+      const principal = source && 'param' in source ? facts.params[source.param] : undefined;
+      return principal === undefined ? undefined : `${family.change.slice('etag:'.length)}:${principal}`;
+    }
+    case 'etag:mempool':
+      return 'mempool';
+    case 'etag:transaction': {
+      const txId = facts.params.tx_id;
+      return txId === undefined ? undefined : `transaction:${normalTxId(txId)}`;
+    }
+    default:
+      return undefined;
+  }
 }
 
 /** Evidence never fails a read: without it the answer is stored as what it is without it. */

@@ -284,3 +284,25 @@ describe('rate limits', () => {
     expect([hit.headers.get('x-cache'), hit.headers.get('ratelimit-remaining')]).toEqual(['HIT', '14']);
   });
 });
+
+describe('shared ETag scopes', () => {
+  it("confirms a principal's other entries, and every mempool list, by the ETag another URL of the scope just got", async () => {
+    const { upstream, proxy } = await setup();
+    upstream.script({ match: /\/transactions_with_transfers/, answer: (r) => withEtag(r, 'p1', { results: [], url: r.url }) });
+    upstream.script({ match: /^\/extended\/v1\/tx\/mempool\?/, answer: (r) => withEtag(r, 'm1', { results: [], url: r.url }) });
+    const history = (limit: number) => `${proxy.url}/extended/v1/address/${P}/transactions_with_transfers?limit=${limit}`;
+    const mempool = (address: string) => `${proxy.url}/extended/v1/tx/mempool?address=${address}`;
+    const urls = [history(10), history(20), mempool(P), mempool(RECORDED.principalWithoutTxs)];
+    for (const url of urls) expect((await fetchRaw(url)).headers.get('x-cache')).toBe('MISS');
+    await newBlock(upstream, proxy);
+    const before = upstream.received.length;
+    expect(cacheOf(await fetchRaw(urls[0]!))).toEqual(['REVALIDATED', 'tip']);
+    expect(cacheOf(await fetchRaw(urls[1]!))).toEqual(['HIT', 'tip']);
+    expect((await fetchRaw(urls[2]!)).headers.get('x-cache')).toBe('REVALIDATED');
+    const sibling = await fetchRaw(urls[3]!);
+    expect(sibling.headers.get('x-cache')).toBe('HIT');
+    expect(JSON.parse(sibling.body.toString()).url).toBe(`/extended/v1/tx/mempool?address=${RECORDED.principalWithoutTxs}`);
+    expect(upstream.received.length - before).toBe(2);
+    expect(await metricValue(proxy, 'stacks_proxy_etag_scope_confirmations_total', { route: 'principal_history' })).toBe(1);
+  });
+});

@@ -172,6 +172,16 @@ describe('surfaceSpec: evidence for final answers', () => {
     expect(found.calls).toHaveLength(1);
   });
 
+  it('names the ETag scopes the upstream computes one ETag for (principal, principal_mempool, mempool, transaction)', () => {
+    const none = counting(undefined).evidence;
+    expect(specFor('GET', `/extended/v3/principals/${ADDRESS}/nonces`, '', none).etagScope).toBe(`principal_mempool:${ADDRESS}`);
+    expect(specFor('GET', `/extended/v1/address/${ADDRESS}/assets`, '', none).etagScope).toBe(`principal:${ADDRESS}`);
+    expect(specFor('GET', '/extended/v1/tx/mempool', `address=${ADDRESS}`, none).etagScope).toBe('mempool');
+    expect(specFor('GET', `/extended/v3/transactions/0x${'AB'.repeat(32)}`, '', none).etagScope).toBe(`transaction:${'ab'.repeat(32)}`);
+    expect(specFor('GET', '/extended/v2/blocks', '', none).etagScope).toBeUndefined();
+    expect(specFor('GET', `/v2/accounts/${ADDRESS}`, '', none).etagScope).toBeUndefined();
+  });
+
   it('forwards a body without a canonical form but never stores its answer', async () => {
     const spec = specFor('POST', '/v2/fees/transaction', '', counting(undefined).evidence, 'not json');
     expect(spec.ask.body?.toString()).toBe('not json');
