@@ -73,7 +73,7 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
   function getSpec(plan: SurfacePlan): ReadSpec | undefined {
     const chain = deps.chain();
     const tip = plan.tipKeyed ? chain.tipHash : undefined;
-    const burn = plan.tipKeyed && plan.family.burnKeyed ? chain.burnHeight : undefined;
+    const burn = plan.family.burnKeyed ? chain.burnHeight : undefined;
     const known = specs.get(plan);
     if (known && known.tip === tip && known.burn === burn) return known.spec;
     const spec = surfaceSpec({ plan, method: 'GET', keyPrefix: deps.keyPrefix, chain, evidence: deps.evidence });
@@ -90,7 +90,7 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
     // carries one is left to the passthrough: nothing it is answered is stored.
     if (!plan || !deps.allows(target.path) || req.headers.authorization !== undefined) return false;
     // A tip-keyed read before any tip is known cannot be keyed: uncached, as before.
-    if (plan.tipKeyed && deps.chain().tipHash === undefined) return false;
+    if ((plan.tipKeyed && deps.chain().tipHash === undefined) || (plan.family.burnKeyed && deps.chain().burnHeight === undefined)) return false;
     if (method === 'GET') {
       const spec = getSpec(plan);
       if (!spec) return false;

@@ -48,7 +48,11 @@ export interface Family {
   principal?: { param: string } | { query: string };
   /** A 404 is stored briefly with this class (a later block can create the thing); absent: never stored. */
   notFound?: Exclude<FreshnessClass, 'final'>;
-  /** Tip-keyed reads that also move with burn blocks alone (/v2/info, /v2/pox). */
+  /**
+   * Answers that also move with burn blocks alone (/v2/info, /v2/pox, burn blocks, PoX cycles,
+   * burnchain rewards): the key holds the burn height too, so a burn block is a new key. (The
+   * upstream's chain_tip ETag misses burn-block-only changes: read-surface §1.4, #2664.)
+   */
   burnKeyed?: boolean;
   /** With this query parameter present the request belongs to another family (v2 balances/stx?include_mempool). */
   variant?: { query: string; family: string };
@@ -121,7 +125,8 @@ export const FAMILIES: readonly Family[] = [
     ],
     change: 'etag:chain_tip',
     notFound: 'tip',
-    why: 'burn blocks as the API indexed them: chain_tip ETag',
+    burnKeyed: true,
+    why: 'burn blocks: chain_tip ETag, which misses burn-only changes, so keyed by the burn height too',
   }),
   family({
     id: 'tx_lists',
@@ -216,7 +221,8 @@ export const FAMILIES: readonly Family[] = [
     ],
     change: 'etag:chain_tip',
     notFound: 'tip',
-    why: 'PoX cycles and signers: chain_tip ETag',
+    burnKeyed: true,
+    why: 'PoX cycles and signers: chain_tip ETag; cycles turn with burn blocks, so keyed by the burn height too',
   }),
   family({
     id: 'pox_events',
@@ -331,7 +337,8 @@ export const FAMILIES: readonly Family[] = [
       '/extended/v1/burnchain/rewards/:address/total',
     ],
     change: 'tip',
-    why: 'no ETag (no-store); new rewards arrive with burn blocks, which move the tip key',
+    burnKeyed: true,
+    why: 'no ETag (no-store); rewards arrive with burn blocks: keyed by the tip and the burn height',
   }),
   family({
     id: 'bns',

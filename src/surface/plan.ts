@@ -134,7 +134,7 @@ export interface KeyParts {
 
 /**
  * `<prefix>:v<schema>:s:<family>:<method>:<tip>:<request>`, where `<tip>` is `-`, the tip's
- * index block hash, or `<hash>@<burn height>`, and `<request>` is the URL, then `#` and the
+ * index block hash, or either followed by `@<burn height>` (burn-keyed families), and `<request>` is the URL, then `#` and the
  * canonical body for a POST (no URL holds a `#`: request-target.ts refuses one), or `~` and the
  * SHA-256 of that text (base64url) when it is longer than MAX_KEY_REQUEST_CHARS (no URL starts
  * with `~`). Every part before `<request>` is free of `:` after the prefix, so parts never run

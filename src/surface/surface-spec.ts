@@ -71,12 +71,11 @@ export interface SpecInput {
 export function surfaceSpec(input: SpecInput): ReadSpec | undefined {
   const { plan, body } = input;
   const { family, facts } = plan;
-  let tip: { hash: string; burnHeight?: number } | undefined;
-  if (plan.tipKeyed) {
-    const hash = input.chain.tipHash;
-    if (hash === undefined || (family.burnKeyed && input.chain.burnHeight === undefined)) return undefined;
-    tip = family.burnKeyed ? { hash, burnHeight: input.chain.burnHeight } : { hash };
-  }
+  // Tip-keyed reads carry the tip's hash; families that move with burn blocks alone, the burn height too.
+  const hash = plan.tipKeyed ? input.chain.tipHash : '-';
+  const burnHeight = family.burnKeyed ? input.chain.burnHeight : undefined;
+  if (hash === undefined || (family.burnKeyed && burnHeight === undefined)) return undefined;
+  const tip = hash === '-' && burnHeight === undefined ? undefined : { hash, burnHeight };
   // A body with no canonical form is keyed by its bytes (joined only by identical bytes) and never stored.
   const storable = body === undefined || body.canonical !== undefined;
   const canonicalBody = body === undefined ? undefined : (body.canonical ?? `!${createHash('sha256').update(body.bytes).digest('base64url')}`);
