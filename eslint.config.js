@@ -64,6 +64,13 @@ const PURE = [
   'src/limits/api-keys.ts',
   'src/limits/budget.ts',
   'src/runtime/heap-sizing.ts',
+  // The wider read surface (issue 15): the table, planning, keys, canonical bodies, admission, evidence rules.
+  'src/surface/families.ts',
+  'src/surface/plan.ts',
+  'src/surface/canonical-json.ts',
+  'src/surface/admit-surface.ts',
+  'src/surface/surface-spec.ts',
+  'src/surface/evidence.ts',
 ];
 const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
 

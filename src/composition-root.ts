@@ -14,11 +14,11 @@ import { TieredStore } from './cache/tiered-store.js';
 import { retentionMs, type TtlSettings } from './cache/policy.js';
 import { Decider } from './cache/decider.js';
 import { ReadPath } from './cache/read-path.js';
-import { routeReadSpecs } from './cache/route-read-spec.js';
+import { routeReadSpecs, type RouteReadSpecs } from './cache/route-read-spec.js';
 import { SharedFlight } from './cache/shared-flight.js';
 import { TxListReader } from './cache/tx-list.js';
 import { ChainTipTracker } from './chain/tracker.js';
-import type { BlockRef } from './chain/view.js';
+import type { BlockRef, ChainView } from './chain/view.js';
 import { systemClock, type Clock } from './clock.js';
 import { UpstreamClient } from './upstream/client.js';
 import { UpstreamHealth } from './upstream/health.js';
@@ -27,6 +27,12 @@ import { createPassthrough } from './http/passthrough.js';
 import { PassthroughClient } from './upstream/passthrough-client.js';
 import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
+import { createSurfaceDispatcher } from './http/surface-dispatch.js';
+import type { SurfaceDispatch } from './http/pipeline.js';
+import type { Passthrough } from './http/passthrough.js';
+import { createSurfaceEvidence } from './surface/evidence.js';
+import { createEvidenceReads } from './surface/evidence-reads.js';
+import type { SurfaceEvidence } from './surface/surface-spec.js';
 import { startHttpServer, type RunningServer } from './http/server-lifecycle.js';
 import { createAdminListener } from './http/admin/admin-listener.js';
 import { cacheStats } from './http/admin/cache-stats.js';
@@ -222,6 +228,32 @@ function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, l
   return { limiter, budget };
 }
 
+/**
+ * The wider read surface (issue 15): route families served through the same read path, on the
+ * paths the passthrough may forward (it is off with the passthrough: the operator wanted the 13
+ * routes only). Evidence for final answers comes from the 13 routes' reads (surface/evidence.ts).
+ */
+function createSurface(
+  config: Config,
+  parts: { readPath: ReadPath; readSpecs: RouteReadSpecs; chain: () => ChainView; passthrough: Passthrough; telemetry: Telemetry; logger: Logger; now: Clock },
+): SurfaceDispatch {
+  const keyPrefix = config.cache.keyPrefix;
+  const evidence: SurfaceEvidence = createSurfaceEvidence(
+    createEvidenceReads({ readPath: parts.readPath, readSpecs: parts.readSpecs, keyPrefix, chain: parts.chain, evidence: () => evidence }),
+  );
+  return createSurfaceDispatcher({
+    reader: parts.readPath,
+    evidence,
+    chain: parts.chain,
+    keyPrefix,
+    maxPostBodyBytes: config.surface.maxPostBodyBytes,
+    allows: (path) => parts.passthrough.allows(path),
+    telemetry: parts.telemetry,
+    logger: parts.logger,
+    now: parts.now,
+  });
+}
+
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
@@ -316,6 +348,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
+  const surface = passthrough && config.surface.enabled ? createSurface(config, { readPath, readSpecs, chain, passthrough, telemetry, logger, now }) : undefined;
+
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
     readPath,
@@ -328,6 +362,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     passthrough,
     metricsOnPublicPort: config.metrics.onPublicPort,
     rateLimiter: limits?.limiter,
+    surface,
   });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 

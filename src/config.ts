@@ -236,6 +236,15 @@ export const ConfigSchema = z
         ),
       })
       .strict(),
+    // The wider read surface (issue 15): routes beyond the 13, cached by route family (src/surface/).
+    surface: z
+      .object({
+        enabled: z.boolean().describe('Cache the route families of the wider read surface (else they pass through uncached)'),
+        maxPostBodyBytes: positiveInt.describe(
+          'Largest POST read body (call-read, map_entry, fee estimate) read and cached; larger or chunked bodies pass through uncached',
+        ),
+      })
+      .strict(),
     // Rate limits and client API keys (issue 9).
     rateLimit: z
       .object({

@@ -32,8 +32,13 @@ const ROUTE_PATHS = [
 const SIBLING_PAGE = `/extended/v1/address/${P}/transactions?limit=5&offset=5`;
 /** Refused by validation (400) without an upstream request. */
 const INVALID_PATHS = ['/extended/v1/tx/0x1234', '/extended/v2/blocks/not-a-block'];
-/** Not one of the 13 routes: forwarded unchanged (route="passthrough", cache="BYPASS"). */
-const PASSTHROUGH_PATHS = ['/extended', '/v2/info'];
+/** In no route family: forwarded unchanged (route="passthrough", cache="BYPASS"). */
+const PASSTHROUGH_PATHS = ['/v2/neighbors', `/extended/v1/faucets/btc/${P}`];
+/**
+ * Route families of the wider read surface the fake upstream answers (status, mempool, blocks),
+ * twice each: a miss or revalidation (the tip moved), then a hit (stacks_proxy_surface_requests_total).
+ */
+const SURFACE_PATHS = ['/extended', '/extended/v1/tx/mempool?limit=5', '/extended/v2/blocks/average-times'];
 /** Final blocks: filler that overflows the small memory tier, so it evicts. */
 const FINAL_BLOCK_PATHS = Array.from({ length: 40 }, (_, i) => `/extended/v2/blocks/${i + 1}`);
 /** Mempool-class entries whose upstream ETag stays (a pending tx), moves with the mempool (fees), or fails (stats). */
@@ -67,6 +72,7 @@ export class TrafficMix {
     this.rounds += 1;
     await this.everyRouteTwice();
     await this.get(this.main, ...INVALID_PATHS, ...PASSTHROUGH_PATHS, ...FINAL_BLOCK_PATHS);
+    await this.get(this.main, ...SURFACE_PATHS, ...SURFACE_PATHS);
     await this.concurrentMisses();
     await this.missesAcrossInstances();
     await this.overloadPeer();

@@ -6,6 +6,8 @@
  *   1. a read route (the 13 cached routes: 400 for a bad URL, 405 for writes, else the read);
  *   2. an own endpoint (/health, /ready without details, /metrics when metrics.onPublicPort;
  *      the admin listener, admin/admin-listener.ts, serves them all with details);
+ *   2b. a read of the wider read surface (issue 15: a route family that caches, on a path the
+ *      passthrough may forward; surface-dispatch.ts), served through the one read path;
  *   3. the passthrough to the upstream, when enabled and the path is on its allow-list
  *      (uncached, X-Cache: BYPASS);
  *   4. a local 404 in the upstream's own shape, without asking the upstream.
@@ -44,7 +46,11 @@ export interface PipelineDeps extends ReadHandlerDeps {
   metricsOnPublicPort: boolean;
   /** Absent when rate limiting is off. */
   rateLimiter?: RateLimiter;
+  /** Step 2b (surface.enabled): answers a surface read and returns true, or returns false. */
+  surface?: SurfaceDispatch;
 }
+
+export type SurfaceDispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant) => boolean;
 
 const TARGET_MEMO_ENTRIES = 4096;
 const TARGET_MEMO_KEY_LENGTH = 1024;
@@ -53,6 +59,7 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
   const answerReadRoute = createReadDispatcher(deps.routes, deps);
   const answerOwnEndpoint = createOwnEndpoints(deps, { details: false, metrics: deps.metricsOnPublicPort });
   const passthrough = deps.passthrough;
+  const answerSurfaceRead = deps.surface;
   const limiter = deps.rateLimiter;
   // decideTarget is a pure function of the raw target, and clients repeat their URLs.
   const targets = new BoundedMemo<TargetDecision>(TARGET_MEMO_ENTRIES, TARGET_MEMO_KEY_LENGTH);
@@ -100,6 +107,7 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
     const path = target.path;
     if (answerReadRoute(req, res, target, limit)) return;
     if (!limit && answerOwnEndpoint(req, res, path)) return;
+    if (answerSurfaceRead?.(req, res, target, limit)) return;
     const record = observeRequest(req, res, deps, limit);
     if (passthrough?.allows(path)) {
       record.cache = 'BYPASS';

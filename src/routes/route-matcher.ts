@@ -25,27 +25,27 @@ export type RouteMatch =
  */
 export const MAX_PARAM_LENGTH = 100;
 
-/** A route's end in the tree: the cached route it is, if any, and its parameter names in path order. */
-interface Leaf {
-  route: RouteSpec | undefined;
+/** A route's end in the tree: what the caller attached to it, if anything, and its parameter names in path order. */
+interface Leaf<T> {
+  route: T | undefined;
   names: string[];
 }
 
-interface TreeNode {
-  statics: Map<string, TreeNode>;
-  param: TreeNode | undefined;
+interface TreeNode<T> {
+  statics: Map<string, TreeNode<T>>;
+  param: TreeNode<T> | undefined;
   /** A `*` segment: the rest of the path, whatever it is. */
-  wildcard: Leaf | undefined;
-  leaf: Leaf | undefined;
+  wildcard: Leaf<T> | undefined;
+  leaf: Leaf<T> | undefined;
 }
 
-const newNode = (): TreeNode => ({ statics: new Map(), param: undefined, wildcard: undefined, leaf: undefined });
+const newNode = <T>(): TreeNode<T> => ({ statics: new Map(), param: undefined, wildcard: undefined, leaf: undefined });
 
 /** The upstream ignores one trailing slash, on its routes and on request paths alike. */
 const trimSlash = (path: string): string => (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path);
 
 /** Adds a route; parameters of any name share one branch per position, as in find-my-way. */
-function insert(root: TreeNode, path: string, route: RouteSpec | undefined): void {
+function insert<T>(root: TreeNode<T>, path: string, route: T | undefined): void {
   let node = root;
   const names: string[] = [];
   for (const segment of trimSlash(path).split('/').slice(1)) {
@@ -64,21 +64,21 @@ function insert(root: TreeNode, path: string, route: RouteSpec | undefined): voi
     node = next;
   }
   // A cached route replaces the upstream's entry for the same path; the upstream's never replaces a cached one.
-  if (route || !node.leaf) node.leaf = { route, names };
+  if (route !== undefined || !node.leaf) node.leaf = { route, names };
 }
 
 /** Why a lookup stopped early: find-my-way gives up on the whole path, without trying other branches. */
 type Abort = 'bad-url' | 'too-long';
 
 /** The route found (its parameter values are then in the `values` given to find), or why none. */
-type Found = Leaf | Abort | undefined;
+type Found<T> = Leaf<T> | Abort | undefined;
 
 /**
  * Depth first, in find-my-way's order: static child, then parameter, then wildcard. Each tree
  * node is visited at most once per lookup (a node sits at one depth, and a depth is one
  * segment), so a lookup is linear in the path. `values` collects the parameters on the way down.
  */
-function find(node: TreeNode, segments: readonly string[], index: number, values: string[]): Found {
+function find<T>(node: TreeNode<T>, segments: readonly string[], index: number, values: string[]): Found<T> {
   if (index === segments.length) return node.leaf;
   const segment = segments[index] as string;
   const next = node.statics.get(segment);
@@ -104,8 +104,37 @@ function find(node: TreeNode, segments: readonly string[], index: number, values
   return node.wildcard;
 }
 
-const NONE: RouteMatch = { kind: 'none' };
-const BAD_URL: RouteMatch = { kind: 'bad-url' };
+/** What a path reaches in a tree of attached values (see createPathMatcher). */
+export type PathMatch<T> = { kind: 'match'; value: T; params: Record<string, string> } | { kind: 'bad-url' } | { kind: 'none' };
+
+const NONE = { kind: 'none' } as const;
+const BAD_URL = { kind: 'bad-url' } as const;
+
+/**
+ * The matcher over the upstream's routes (`upstreamRoutes`) with values attached to some of them
+ * (`attached`: more routes, or the same paths as the upstream's, which they then take over): a
+ * path finds the route the upstream would pick, and is a match only when a value is attached to
+ * that route. An upstream route's path never replaces an attached one.
+ */
+export function createPathMatcher<T>(
+  attached: readonly { path: string; value: T }[],
+  upstreamRoutes: readonly string[] = UPSTREAM_GET_ROUTES,
+): (path: string) => PathMatch<T> {
+  const root = newNode<T>();
+  for (const path of upstreamRoutes) insert<T>(root, path, undefined);
+  for (const { path, value } of attached) insert(root, path, value);
+  return (path) => {
+    if (!path.startsWith('/')) return NONE;
+    const values: string[] = [];
+    // Segment 0 is the empty text before the leading `/`.
+    const found = find(root, trimSlash(path).split('/'), 1, values);
+    if (found === 'bad-url') return BAD_URL;
+    if (found === undefined || found === 'too-long' || found.route === undefined) return NONE;
+    const params: Record<string, string> = {};
+    for (const [i, name] of found.names.entries()) params[name] = values[i] as string;
+    return { kind: 'match', value: found.route, params };
+  };
+}
 
 /**
  * `routes`: the cached routes; `upstreamRoutes`: every route of the upstream, which decides
@@ -115,18 +144,12 @@ export function createRouteMatcher(
   routes: readonly RouteSpec[],
   upstreamRoutes: readonly string[] = UPSTREAM_GET_ROUTES,
 ): (path: string) => RouteMatch {
-  const root = newNode();
-  for (const path of upstreamRoutes) insert(root, path, undefined);
-  for (const route of routes) insert(root, route.path, route);
+  const match = createPathMatcher(
+    routes.map((route) => ({ path: route.path, value: route })),
+    upstreamRoutes,
+  );
   return (path) => {
-    if (!path.startsWith('/')) return NONE;
-    const values: string[] = [];
-    // Segment 0 is the empty text before the leading `/`.
-    const found = find(root, trimSlash(path).split('/'), 1, values);
-    if (found === 'bad-url') return BAD_URL;
-    if (found === undefined || found === 'too-long' || !found.route) return NONE;
-    const params: Record<string, string> = {};
-    for (const [i, name] of found.names.entries()) params[name] = values[i] as string;
-    return { kind: 'match', route: found.route, params };
+    const found = match(path);
+    return found.kind === 'match' ? { kind: 'match', route: found.value, params: found.params } : found;
   };
 }

@@ -183,6 +183,12 @@ export const METRICS = {
     'Requests the principal-activity components sent to the upstream, by source (learner: a new block\'s transactions and events; watcher: the mempool poll).',
     ['source'],
   ),
+  // The wider read surface (issue 15): family ids and classes come from src/surface/families.ts only.
+  surfaceRequests: counter(
+    'stacks_proxy_surface_requests_total',
+    'Client reads of the wider read surface (route families beyond the 13 routes), by family id, its change class, cache result (HIT, MISS, REVALIDATED, STALE, BYPASS) and the freshness class answered (final, tip, mempool; none when not stored).',
+    ['family', 'change', 'cache', 'class'],
+  ),
   // Rate limits (issue 9): tiers and results only, never a key name or an address.
   rateLimitRequests: counter(
     'stacks_proxy_rate_limit_requests_total',

@@ -90,6 +90,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private readonly redisCommands;
   private readonly routeCounters;
   private readonly rateLimitRequests;
+  private readonly surfaceRequests;
 
   constructor(options: TelemetryOptions) {
     this.logger = options.logger;
@@ -129,6 +130,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
       scopeConfirmed: labelChildren((route: string) => m.etagScopeConfirmations.labels({ route })),
     };
     this.rateLimitRequests = foldedCounter(m.rateLimitRequests, ['tier', 'result']);
+    this.surfaceRequests = foldedCounter(m.surfaceRequests, ['family', 'change', 'cache', 'class']);
   }
 
   get contentType(): string {
@@ -332,6 +334,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.upstreamRequests(upstream, 'passthrough', 'error').inc();
     this.upstreamErrors(upstream, error.kind).inc();
     this.logger.warn({ upstream, kind: error.kind, err: error.message }, 'passthrough to upstream failed');
+  }
+
+  surfaceServed(family: string, change: string, cache: string, cls: string): void {
+    this.surfaceRequests(family, change, cache, cls).value++;
   }
 
   rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void {

@@ -96,6 +96,8 @@ export interface Telemetry {
 
   /** One limited request's outcome, when its answer is written (rate limiting on). */
   rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void;
+  /** A read of the wider read surface answered: its family, the family's change class, cache result and class served. */
+  surfaceServed(family: string, change: string, cache: string, cls: string): void;
   /** The shared budget failed: the request passes unlimited. Logged once per outage. */
   rateLimitFailedOpen(error: unknown): void;
   /** The shared budget answers again after failing. */
@@ -104,6 +106,7 @@ export interface Telemetry {
 
 class NoopTelemetry implements Telemetry {
   requestServed(): void {}
+  surfaceServed(): void {}
   cacheLookup(): void {}
   cacheEvicted(): void {}
   decodeFailed(): void {}

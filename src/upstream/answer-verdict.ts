@@ -24,7 +24,16 @@ export interface AnswerFacts {
   body: Buffer;
   /** Whether the request carried If-None-Match (only then is a 304 an answer). */
   conditional: boolean;
+  /** The path asked (and query): under the stacks-node RPC, refusals come in plain text. */
+  path?: string;
 }
+
+/**
+ * Paths the upstream proxies to its stacks-node (everything under /v2 but its BNS prices,
+ * read-surface §1.3): the node refuses bad input (a call-read's malformed arguments) with a 4xx
+ * in text/plain, which is that request's answer, not a failure of the upstream.
+ */
+export const isNodeRpcPath = (path: string): boolean => path.startsWith('/v2/') && !path.startsWith('/v2/prices/');
 
 /** Statuses that a gateway, load balancer or the upstream's own overload handling sends. */
 const GATEWAY_STATUSES = new Set([502, 503, 504]);
@@ -53,7 +62,8 @@ export function judgeAnswer(facts: AnswerFacts): AnswerVerdict {
   if (status === 304) return facts.conditional ? { kind: 'answer' } : fail('invalid', facts, 'an unsolicited 304 (no If-None-Match was sent)');
   if (GATEWAY_STATUSES.has(status)) return fail('5xx', facts, 'a gateway or overload error');
   if (status === 404 || status < 400) return { kind: 'answer' };
-  const refusal = (status === 500 || status < 500) && isUpstreamErrorBody(facts.headers, facts.body);
+  const nodeRefusal = status < 500 && facts.path !== undefined && isNodeRpcPath(facts.path);
+  const refusal = nodeRefusal || ((status === 500 || status < 500) && isUpstreamErrorBody(facts.headers, facts.body));
   if (refusal) return { kind: 'refusal' };
   return status >= 500 ? fail('5xx', facts, 'a server error') : fail('invalid', facts, 'an error answer not in the upstream\'s shape');
 }

@@ -295,7 +295,7 @@ export class UpstreamClient {
       const body = Buffer.from(await response.body.arrayBuffer());
       const seconds = (performance.now() - started) / 1000;
       const answer = { upstream: upstream.origin, status: response.statusCode, headers: flattenHeaders(response.headers), body };
-      const verdict = judgeAnswer({ ...answer, conditional: ask.headers?.['if-none-match'] !== undefined });
+      const verdict = judgeAnswer({ ...answer, conditional: ask.headers?.['if-none-match'] !== undefined, path: ask.path });
       if (verdict.kind === 'failure') {
         this.recordFailedAnswer(upstream.origin, route, verdict.error, answer, seconds);
         return { response: answer, verdict: verdict.kind, seconds, failure: this.withRetryAfter(verdict.error, answer) };

@@ -31,7 +31,8 @@ async function exchange(path: string, message: string): Promise<string> {
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+  // The passthrough's suite: /v2/info is its example route, which the wider read surface (on by default) would cache.
+  proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { surface: { enabled: false } } });
 });
 afterAll(async () => {
   await proxy.close();
@@ -83,7 +84,7 @@ describe('passthrough', () => {
 
   it('answers 502 in the upstream error shape when the upstream is down, with the request id', async () => {
     const down = await startFakeUpstream();
-    const orphan = await startTestProxy({ upstreamUrls: [down.url] });
+    const orphan = await startTestProxy({ upstreamUrls: [down.url], overrides: { surface: { enabled: false } } });
     await down.close();
     const response = await fetchRaw(`${orphan.url}/v2/info`, { headers: { 'x-request-id': 'pass-down' } });
     expect(response.status).toBe(502);

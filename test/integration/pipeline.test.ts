@@ -11,7 +11,7 @@ import type { ProxyServer } from '../../src/composition-root.js';
 const { defer, fakeUpstream } = useCleanups();
 
 async function proxyFor(upstreamUrl: string, passthrough: boolean): Promise<ProxyServer> {
-  const proxy = await startTestProxy({ upstreamUrls: [upstreamUrl], overrides: { passthrough: { enabled: passthrough } } });
+  const proxy = await startTestProxy({ upstreamUrls: [upstreamUrl], overrides: { passthrough: { enabled: passthrough }, surface: { enabled: false } } });
   defer(() => proxy.close());
   return proxy;
 }

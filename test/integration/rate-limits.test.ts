@@ -55,6 +55,8 @@ async function start(limits: Limits = {}): Promise<ProxyServer> {
     logger: limits.logger,
     overrides: {
       ...(limits.accessLog ? { accessLog: limits.accessLog } : {}),
+      // /v2/info stands for a passthrough request here; the wider read surface has its own rate-limit test.
+      surface: { enabled: false },
       rateLimit: {
         enabled: true,
         windowMs: WINDOW_MS,

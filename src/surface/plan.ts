@@ -1,0 +1,149 @@
+/**
+ * Request planning for the wider read surface (pure): which family a decided request target
+ * reaches (matched as the upstream's router would, after the 13 routes), what of the request
+ * the answer can depend on, and the cache key. The proxy forwards these requests as sent and
+ * lets the upstream validate them, so the key is the forwarded path and query as they are (no
+ * normalisation: when in doubt the upstream may read two spellings differently), plus the
+ * method, the family, the canonical JSON body of a POST read, and the tip for tip-keyed
+ * families. Keys are bounded: a long request part is replaced by its SHA-256.
+ */
+import { createHash } from 'node:crypto';
+import { KEY_SCHEMA_VERSION } from '../cache/key.js';
+import { createPathMatcher, type PathMatch } from '../routes/route-matcher.js';
+import { UPSTREAM_GET_ROUTES } from '../routes/upstream-routes.js';
+import { FAMILIES, FAMILY_BY_ID, NODE_RPC_GET_ROUTES, type Family } from './families.js';
+
+/** What a request reaches on the surface: a family and its path parameters, or nothing (the passthrough's). */
+export interface SurfaceMatch {
+  family: Family;
+  params: Record<string, string>;
+}
+
+/** Longest request part (path, query and canonical body) kept as it is in a key; longer ones are hashed. */
+export const MAX_KEY_REQUEST_CHARS = 512;
+/** Longest path and query a surface read takes at all; longer ones go to the passthrough, uncached. */
+export const MAX_SURFACE_URL_CHARS = 8192;
+
+/** The upstream's POST routes: everything under /v2 is proxied to the node, the rest is its own. */
+const UPSTREAM_POST_ROUTES: readonly string[] = ['/v2/*'];
+
+const entriesOf = (method: 'GET' | 'POST') =>
+  FAMILIES.filter((f) => f.method === method).flatMap((f) => f.routes.map((path) => ({ path, value: f })));
+
+const matchGet = createPathMatcher(entriesOf('GET'), [...UPSTREAM_GET_ROUTES, ...NODE_RPC_GET_ROUTES]);
+const matchPost = createPathMatcher(entriesOf('POST'), UPSTREAM_POST_ROUTES);
+
+/**
+ * The family a request reaches, for a path the 13 routes did not take. HEAD is read as GET (served
+ * from the GET entry). Other methods, and paths outside every family, reach none.
+ */
+export function matchSurface(method: string, path: string, query: string): SurfaceMatch | undefined {
+  const matcher = method === 'GET' || method === 'HEAD' ? matchGet : method === 'POST' ? matchPost : undefined;
+  if (!matcher) return undefined;
+  const found: PathMatch<Family> = matcher(path);
+  if (found.kind !== 'match') return undefined;
+  let family = found.value;
+  if (family.variant && queryValues(query, family.variant.query).length > 0) family = FAMILY_BY_ID.get(family.variant.family) as Family;
+  return { family, params: found.params };
+}
+
+/**
+ * The values a query gives a parameter, in order. Names are compared raw and decoded alike (a
+ * reader that decodes `t%69p` sees `tip`); values are the raw bytes sent, undecoded.
+ */
+export function queryValues(query: string, name: string): string[] {
+  const values: string[] = [];
+  if (query === '') return values;
+  for (const pair of query.split('&')) {
+    const eq = pair.indexOf('=');
+    const rawName = eq < 0 ? pair : pair.slice(0, eq);
+    if (rawName === name || (rawName.includes('%') && safeDecode(rawName) === name) || (rawName.includes('+') && rawName.replace(/\+/g, ' ') === name)) {
+      values.push(eq < 0 ? '' : pair.slice(eq + 1));
+    }
+  }
+  return values;
+}
+
+function safeDecode(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const INDEX_BLOCK_HASH = /^[0-9a-f]{64}$/;
+
+/**
+ * The block a node RPC read pins with `?tip=` (64 lower-case hex digits, the node's StacksBlockId),
+ * when exactly one `tip` is given and nothing else could be read as one. Other tips (`latest`,
+ * none, anything the node ignores as invalid) are reads at the current tip.
+ */
+export function pinnedTip(query: string): string | undefined {
+  const tips = queryValues(query, 'tip');
+  return tips.length === 1 && INDEX_BLOCK_HASH.test(tips[0] as string) ? tips[0] : undefined;
+}
+
+/**
+ * Whether a node RPC answer carries no Merkle proof: `proof=0` given once (the node includes a
+ * proof, which is per tip, unless told not to). Routes that never send a proof pass `proofByDefault`
+ * false: then no `proof` parameter at all also counts.
+ */
+export function withoutProof(query: string, proofByDefault: boolean): boolean {
+  const proofs = queryValues(query, 'proof');
+  if (proofs.length === 0) return !proofByDefault;
+  return proofs.length === 1 && proofs[0] === '0';
+}
+
+/** The principal an entry of this request is about, when its family names one. */
+export function principalOf(match: SurfaceMatch, query: string): string | undefined {
+  const source = match.family.principal;
+  if (!source) return undefined;
+  if ('param' in source) return match.params[source.param];
+  const values = queryValues(query, source.query);
+  // Only a plain, single value: anything else would tag the entry with what the upstream may read otherwise.
+  return values.length === 1 && /^[A-Za-z0-9.\-_]{1,200}$/.test(values[0] as string) ? values[0] : undefined;
+}
+
+/** The chain position a tip-keyed key carries. */
+export interface KeyTip {
+  hash: string;
+  burnHeight?: number;
+}
+
+/**
+ * Whether the family's answers depend on the tip with nothing in the request to say which: the
+ * node RPC reads without an ETag, unless `?tip=` pins the block read.
+ */
+export function isTipKeyed(family: Family, query: string): boolean {
+  if (family.change !== 'tip') return false;
+  return !(family.evidence === 'pinned_tip' && pinnedTip(query) !== undefined);
+}
+
+export interface KeyParts {
+  prefix: string;
+  method: 'GET' | 'POST';
+  family: Family;
+  /** Path and query as forwarded. */
+  url: string;
+  /** A POST read's canonical JSON body. */
+  canonicalBody?: string;
+  /** For tip-keyed requests. */
+  tip?: KeyTip;
+}
+
+/**
+ * `<prefix>:v<schema>:s:<family>:<method>:<tip>:<request>`, where `<tip>` is `-`, the tip's
+ * index block hash, or either followed by `@<burn height>` (burn-keyed families), and `<request>` is the URL, then `#` and the
+ * canonical body for a POST (no URL holds a `#`: request-target.ts refuses one), or `~` and the
+ * SHA-256 of that text (base64url) when it is longer than MAX_KEY_REQUEST_CHARS (no URL starts
+ * with `~`). Every part before `<request>` is free of `:` after the prefix, so parts never run
+ * into each other.
+ */
+export function surfaceKey(parts: KeyParts): string {
+  const { tip } = parts;
+  const tipPart = tip === undefined ? '-' : tip.burnHeight === undefined ? tip.hash : `${tip.hash}@${tip.burnHeight}`;
+  let request = parts.canonicalBody === undefined ? parts.url : `${parts.url}#${parts.canonicalBody}`;
+  if (request.length > MAX_KEY_REQUEST_CHARS) request = `~${createHash('sha256').update(request, 'utf8').digest('base64url')}`;
+  return `${parts.prefix}:v${KEY_SCHEMA_VERSION}:s:${parts.family.id}:${parts.method}:${tipPart.replace(/:/g, '')}:${request}`;
+}
