@@ -269,7 +269,7 @@ function v2Pox(s: Snapshot): Record<string, unknown> {
     reward_phase_block_length: REWARD_CYCLE - 5,
     reward_slots: 30,
     rejection_fraction: null,
-    total_liquid_supply_ustx: 60005738842905575,
+    total_liquid_supply_ustx: 60005738842905570,
     current_cycle: { id: cycle, min_threshold_ustx: 1875180000000000, stacked_ustx: 0, is_pox_active: false },
     next_cycle: {
       id: cycle + 1,
