@@ -87,6 +87,7 @@ export class SurfaceUpstream {
   private readonly now: () => number;
   private deprecatedGone: boolean;
   private botTurn = 0;
+  private trimmed = false;
 
   private constructor(
     readonly cast: ChainCast,
@@ -181,7 +182,7 @@ export class SurfaceUpstream {
     for (let i = this.history.length - 1; i >= 0; i--) {
       const s = this.history[i] as Snapshot;
       const until = this.history[i + 1]?.at ?? Number.POSITIVE_INFINITY;
-      if (s.at > to) continue;
+      if (s.at > to && !(i === 0 && !this.trimmed)) continue;
       if (until < from) break;
       const rendered = render(answer(s, request, { deprecatedGone: this.deprecatedGone }));
       const key = `${rendered.status} ${rendered.body}`;
@@ -191,9 +192,9 @@ export class SurfaceUpstream {
     }
   }
 
-  /** Time of the oldest snapshot still kept: answers before it cannot be recomputed. */
+  /** From when answers can be recomputed: the genesis snapshot held since forever, until history is trimmed. */
   oldestKnown(): number {
-    return this.history[0]?.at ?? 0;
+    return this.trimmed ? (this.history[0] as Snapshot).at : Number.NEGATIVE_INFINITY;
   }
 
   snapshotAt(time: number): Snapshot {
@@ -221,7 +222,10 @@ export class SurfaceUpstream {
     this.history.push(installed);
     const keepFrom = now - (this.options.historyMs ?? 30_000);
     // Keep the snapshot that was current at keepFrom, drop the older ones.
-    while (this.history.length > 1 && (this.history[1] as Snapshot).at <= keepFrom) this.history.shift();
+    while (this.history.length > 1 && (this.history[1] as Snapshot).at <= keepFrom) {
+      this.history.shift();
+      this.trimmed = true;
+    }
     return installed;
   }
 
