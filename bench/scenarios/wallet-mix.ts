@@ -177,7 +177,7 @@ export async function walletMix({ options }: Context): Promise<Section> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'wallet-mix.md'), `# wallet-mix: ${wallets} wallets, ${seconds} s, a block every ${BLOCK_EVERY_MS / 1000} s\n\n${results.map((r) => `- ${headline(r)}`).join('\n')}\n\n${table}\n`);
   const rows: Row[] = results.map((r) => ({
-    scenario: '8 wallet mix',
+    scenario: '9 wallet mix',
     name: r.label,
     run: { requestsPerSecond: Math.round(r.clients / seconds), p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.failed, non2xx: 0, requests: r.clients },
     note: `without full fetch ${pct(r.fromCache, r.clients)}% (+${pct(r.revalidated, r.clients)}% 304), upstream ${per1000(r.upstreamTotal, r.clients)}/1,000, stale ${r.verdict.staleBodies + r.verdict.wrongStatus}, stale nonces ${r.sends.staleNonces}, bad-nonce rejections ${r.sends.badNonce}`,

@@ -20,7 +20,7 @@ import {
   txJsonById,
 } from './bodies.js';
 import { callReadOnly, dataVar, INTERFACES, isContractName, mapEntry, SOURCES, type ContractState } from './contracts.js';
-import { blockAt, nftHoldings, sha256, tipOf, type Block, type Snapshot } from './model.js';
+import { blockAt, nftHoldings, sha256, tipOf, type Block, type MinedTx, type Snapshot } from './model.js';
 
 export interface SurfaceRequest {
   method: string;
@@ -306,6 +306,28 @@ function burnBlocksJson(s: Snapshot): Array<Record<string, unknown>> {
     });
 }
 
+/** The v3 TransactionSummary (OpenAPI `/extended/v3/blocks/{h}/transactions`): who sent it, to whom, no events. */
+function v3Summary(tx: MinedTx, block: Block): Record<string, unknown> {
+  const core = tx.core;
+  const payload =
+    core.kind === 'token_transfer'
+      ? { token_transfer: { recipient: core.recipient, amount: String(core.amount ?? 0n), memo: core.memo ? { hex: core.memo, repr: '' } : null } }
+      : core.kind === 'smart_contract'
+        ? { smart_contract: { contract_id: core.contractId, clarity_version: 3 } }
+        : { contract_call: { contract_id: core.contractId, function_name: core.functionName } };
+  return {
+    tx_id: core.txId,
+    sender: { address: core.sender, nonce: core.nonce },
+    sponsor: null,
+    fee_rate: String(core.fee),
+    block: { height: block.height, hash: block.hash, index_hash: block.indexHash, time: block.time, tx_index: tx.txIndex },
+    bitcoin_block: { height: block.burnHeight, time: block.burnTime },
+    status: tx.status,
+    type: core.kind,
+    ...payload,
+  };
+}
+
 const r = (method: 'GET' | 'POST', pattern: string, kind: Kind, deprecated: boolean, handle: Handler): Route => ({
   method,
   pattern: new RegExp(`^${pattern.replace(/:[a-z_]+/g, '([^/]+)')}/?$`),
@@ -370,17 +392,22 @@ const ROUTES: Route[] = [
     const avg = recent.length > 1 ? Math.round(((last.time - first.time) / (recent.length - 1)) * 100) / 100 : 0;
     return json(200, { last_1h: avg, last_24h: avg, last_7d: avg, last_30d: avg }, chainTipEtag(s));
   }),
-  ...(['v2', 'v3'] as const).map((v) =>
-    r('GET', `/extended/${v}/blocks/:h/transactions`, 'block', v === 'v2', (s, [h = ''], q) => {
-      const block = blockParam(s, h);
-      if (isReply(block)) return block;
-      return withPage(q, 50, (p) => {
-        // As the upstream: the block's transactions without their events (event_count says how many).
-        const txs = block.txIds.map((id) => ({ ...minedTxJson(s, s.mined.get(id) as never, 0) }));
-        return json(200, page(txs, p), `${block.indexHash}:true`);
-      });
-    }),
-  ),
+  r('GET', '/extended/v2/blocks/:h/transactions', 'block', true, (s, [h = ''], q) => {
+    const block = blockParam(s, h);
+    if (isReply(block)) return block;
+    // As the upstream: the block's transactions without their events (event_count says how many;
+    // /extended/v1/tx/:id carries them).
+    return withPage(q, 50, (p) => json(200, page(block.txIds.map((id) => minedTxJson(s, s.mined.get(id) as MinedTx, 0)), p), `${block.indexHash}:true`));
+  }),
+  r('GET', '/extended/v3/blocks/:h/transactions', 'block', false, (s, [h = ''], q) => {
+    const block = blockParam(s, h);
+    if (isReply(block)) return block;
+    return withPage(q, 50, (p) => {
+      const results = block.txIds.slice(p.offset, p.offset + p.limit).map((id) => v3Summary(s.mined.get(id) as MinedTx, block));
+      const cursor = (i: number) => (i >= 0 && i < block.txIds.length ? `${block.height}:2147483647:${i}` : null);
+      return json(200, { total: block.txIds.length, limit: p.limit, cursor: { next: cursor(p.offset + p.limit), previous: p.offset > 0 ? cursor(Math.max(0, p.offset - p.limit)) : null, current: cursor(p.offset) }, results }, `${block.indexHash}:true`);
+    });
+  }),
   r('GET', '/extended/v2/blocks/:h', 'block', false, (s, [h = '']) => {
     const block = blockParam(s, h);
     if (isReply(block)) return block;
