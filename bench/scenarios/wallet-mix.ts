@@ -16,14 +16,14 @@
  * (the oracle); stale nonces after the sender's own broadcast; broadcasts rejected for a bad nonce.
  *
  * Settings (env): WALLET_MIX_SECONDS (60; --quick 20), WALLET_MIX_WALLETS (200; --quick 50),
- * WALLET_MIX_VARIANTS (direct,baseline,proxy), BENCH_BASELINE_COMMIT (ab10517), BENCH_BASELINE_DIR (or
+ * WALLET_MIX_VARIANTS (direct,baseline,proxy; also url-cache: a server caching by URL for 30 s, to see the oracle flag it), WALLET_MIX_WINDOW_MS (2000: how old an answer may be), BENCH_BASELINE_COMMIT (ab10517), BENCH_BASELINE_DIR (or
  * --baseline-dir=DIR: a checkout with dist/ built).
  * The per-family tables go to bench/results/wallet-mix.md.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stopChild } from '../../testkit/index.js';
-import { ClientMix, judgeExchanges, servedFigures, startSurfaceUpstream, type Exchange, type OracleVerdict, type SendStats, type CountedRequest } from '../../testkit/surface-upstream/index.js';
+import { ClientMix, judgeExchanges, servedFigures, startSurfaceUpstream, startUrlCache, type Exchange, type OracleVerdict, type SendStats, type CountedRequest } from '../../testkit/surface-upstream/index.js';
 import { baselineBuild } from '../lib/baseline-build.js';
 import { ROOT, startProxy } from '../lib/proc.js';
 import type { Row, Section } from '../lib/report.js';
@@ -31,11 +31,14 @@ import type { Context } from './context.js';
 
 const BLOCK_EVERY_MS = 4_000;
 const BACKGROUND_TX_EVERY_MS = 500;
-/** The proxy's default tip poll (config chainTip.pollIntervalMs): answers may be two polls old. */
-const POLL_INTERVAL_MS = 1_000;
+/**
+ * How old an answer may be: two of the proxy's default tip polls (chainTip.pollIntervalMs 1 s).
+ * WALLET_MIX_WINDOW_MS overrides it (a loaded machine delays polls).
+ */
+const WINDOW_MS = Number(process.env.WALLET_MIX_WINDOW_MS ?? 2_000);
 const TIME_SCALE = 10;
 
-type Variant = 'direct' | 'baseline' | 'proxy';
+type Variant = 'direct' | 'baseline' | 'proxy' | 'url-cache';
 
 interface VariantResult {
   variant: Variant;
@@ -52,7 +55,8 @@ interface VariantResult {
   p50Ms: number;
   p99Ms: number;
   families: Array<{ family: string; clients: number; fromCachePct: number; revalidatedPct: number; upstreamPer1000: number; mismatches: number }>;
-  wallets: { clients: number; fromCache: number };
+  /** Served from cache, by kind of client. */
+  actors: Record<string, { clients: number; fromCache: number; revalidated: number }>;
 }
 
 const pct = (n: number, of: number): number => Math.round((n / Math.max(1, of)) * 1000) / 10;
@@ -65,10 +69,11 @@ function quantile(values: number[], q: number): number {
 
 async function runVariant(variant: Variant, label: string, root: string | undefined, seconds: number, wallets: number): Promise<VariantResult> {
   const upstream = await startSurfaceUpstream({ seed: 'wallet-mix', wallets, bots: 30, blockEveryMs: BLOCK_EVERY_MS, backgroundTxEveryMs: BACKGROUND_TX_EVERY_MS, historyMs: (seconds + 60) * 1000 });
-  const proxy = variant === 'direct' ? undefined : await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn', ...(root ? { root } : {}) });
+  const proxy = variant === 'direct' || variant === 'url-cache' ? undefined : await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn', ...(root ? { root } : {}) });
+  const urlCache = variant === 'url-cache' ? await startUrlCache(upstream.url) : undefined;
   try {
     const mix = new ClientMix({
-      baseUrl: proxy?.url ?? upstream.url,
+      baseUrl: proxy?.url ?? urlCache?.url ?? upstream.url,
       cast: upstream.cast,
       wallets,
       explorers: Math.max(2, Math.round(wallets / 20)),
@@ -83,9 +88,10 @@ async function runVariant(variant: Variant, label: string, root: string | undefi
     await mix.runFor(seconds * 1000);
     const received: CountedRequest[] = [...upstream.requests];
     if (proxy) await stopChild(proxy.child);
-    return summarise(variant, label, mix.exchanges, mix.sends, received, judgeExchanges(upstream, mix.exchanges, { windowMs: 2 * POLL_INTERVAL_MS }));
+    return summarise(variant, label, mix.exchanges, mix.sends, received, judgeExchanges(upstream, mix.exchanges, { windowMs: WINDOW_MS }));
   } finally {
     if (proxy) await stopChild(proxy.child);
+    await urlCache?.close();
     await upstream.close();
   }
 }
@@ -106,7 +112,11 @@ function summarise(variant: Variant, label: string, exchanges: Exchange[], sends
       mismatches: verdict.byFamily[family] ?? 0,
     };
   });
-  const walletExchanges = exchanges.filter((e) => e.actor === 'wallet');
+  const actors: VariantResult['actors'] = {};
+  for (const actor of ['wallet', 'explorer', 'dapp', 'send']) {
+    const own = servedFigures(exchanges.filter((e) => e.actor === actor));
+    actors[actor] = { clients: own.clients, fromCache: own.fromCache, revalidated: own.revalidated };
+  }
   const examples = verdict.mismatches.slice(0, 5).map((m) => `${m.kind}${m.older ? '/older' : ''} ${m.exchange.method} ${m.exchange.url.slice(0, 90)} → ${m.exchange.status}`);
   return {
     variant,
@@ -131,14 +141,14 @@ function summarise(variant: Variant, label: string, exchanges: Exchange[], sends
     p50Ms: quantile(exchanges.map((e) => e.tRecv - e.tSend), 0.5),
     p99Ms: quantile(exchanges.map((e) => e.tRecv - e.tSend), 0.99),
     families,
-    wallets: { clients: walletExchanges.length, fromCache: servedFigures(walletExchanges).fromCache },
+    actors,
   };
 }
 
 function headline(r: VariantResult): string {
   return (
     `${r.label}: ${r.clients.toLocaleString('en-US')} client requests (${r.failed} failed); served without a full upstream fetch ${pct(r.fromCache, r.clients)}% ` +
-    `(wallets ${pct(r.wallets.fromCache, r.wallets.clients)}%), revalidated by 304 ${pct(r.revalidated, r.clients)}%; upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests ` +
+    `(${Object.entries(r.actors).map(([a, f]) => `${a}s ${pct(f.fromCache, f.clients)}%`).join(', ')}), revalidated by 304 ${pct(r.revalidated, r.clients)}%; upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests ` +
     `(${per1000(r.upstreamNotModified, r.clients)} answered 304, ${per1000(r.tipPolls, r.clients)} tip polls); oracle: ${r.verdict.checked} judged, ${r.verdict.staleBodies} stale or different bodies ` +
     `(${r.verdict.olderBodies} older upstream answers), ${r.verdict.wrongStatus} wrong statuses; sends ${r.sends.accepted}/${r.sends.broadcasts} accepted, ${r.sends.staleNonces} stale nonces after own broadcast, ${r.sends.badNonce} rejected for a bad nonce`
   );
@@ -170,6 +180,7 @@ export async function walletMix({ options }: Context): Promise<Section> {
       const root = process.argv.find((a) => a.startsWith('--baseline-dir='))?.slice('--baseline-dir='.length) ?? process.env.BENCH_BASELINE_DIR ?? baselineBuild(baselineCommit);
       results.push(await runVariant(variant, `proxy at ${baselineCommit} (before issue 15)`, root, seconds, wallets));
     } else if (variant === 'proxy') results.push(await runVariant(variant, 'proxy (this checkout)', undefined, seconds, wallets));
+    else if (variant === 'url-cache') results.push(await runVariant(variant, 'wrong on purpose: caching by URL for 30 s', undefined, seconds, wallets));
     else results.push(await runVariant(variant, 'direct to the upstream', undefined, seconds, wallets));
   }
   const table = familyTable(results);
@@ -186,6 +197,6 @@ export async function walletMix({ options }: Context): Promise<Section> {
     id: 'walletMix',
     rows,
     findings: [...results.map(headline), 'Per route family (clients, % from cache, % 304, upstream requests per 1,000 client requests, oracle mismatches): bench/results/wallet-mix.md.'],
-    data: { seconds, wallets, blockEveryMs: BLOCK_EVERY_MS, timeScale: TIME_SCALE, windowMs: 2 * POLL_INTERVAL_MS, results },
+    data: { seconds, wallets, blockEveryMs: BLOCK_EVERY_MS, timeScale: TIME_SCALE, windowMs: WINDOW_MS, results },
   };
 }

@@ -9,11 +9,9 @@
  * The same run against a deliberately wrong "proxy" (caching by URL for 30 s) must be flagged:
  * the check can fail.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ClientMix, judgeExchanges, servedFigures, startSurfaceUpstream, type OracleVerdict, type SendStats, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import { ClientMix, judgeExchanges, servedFigures, startSurfaceUpstream, startUrlCache, type OracleVerdict, type SendStats, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
 import { startTestProxy } from '../support/proxy-harness.js';
 
 const ROUNDS = 50;
@@ -62,31 +60,6 @@ function describeMismatches(verdict: OracleVerdict): string {
     .slice(0, 5)
     .map((m) => `${m.kind}${m.older ? ' (older answer)' : ''}: ${m.exchange.method} ${m.exchange.url} → ${m.exchange.status} ${m.exchange.answer.slice(0, 120)}`)
     .join('\n');
-}
-
-/** The wrong proxy: caches every answer by method, URL and body for 30 s. */
-async function startUrlCache(upstreamUrl: string): Promise<{ url: string; close: () => Promise<void> }> {
-  const cache = new Map<string, { at: number; status: number; body: string }>();
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      const key = `${req.method} ${req.url} ${body}`;
-      const hit = cache.get(key);
-      const answer = (a: { status: number; body: string }) => res.writeHead(a.status, { 'content-type': 'application/json', 'x-cache': 'HIT' }).end(a.body);
-      if (hit && Date.now() - hit.at < 30_000) return answer(hit);
-      fetch(upstreamUrl + (req.url ?? '/'), { method: req.method, ...(req.method === 'POST' ? { body, headers: { 'content-type': String(req.headers['content-type'] ?? 'application/json') } } : {}) })
-        .then(async (r) => {
-          const a = { at: Date.now(), status: r.status, body: await r.text() };
-          cache.set(key, a);
-          res.writeHead(a.status, { 'content-type': 'application/json', 'x-cache': 'MISS' }).end(a.body);
-        })
-        .catch(() => res.writeHead(502).end());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 describe('surface oracle: the proxy answers as the upstream did, within two tip polls', () => {

@@ -21,3 +21,4 @@ export { signContractCall, signTransfer } from './signing.js';
 export { deriveWallet, type Wallet } from './wallets.js';
 export { ClientMix, type Actor, type Exchange, type MixOptions, type SendStats } from './mix.js';
 export { judgeExchanges, servedFigures, type Mismatch, type OracleOptions, type OracleVerdict, type ServedFigures } from './oracle.js';
+export { startUrlCache, type UrlCache } from './url-cache.js';
