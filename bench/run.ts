@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (about 7 minutes) and `npm run bench -- --quick` (about 80 s): every scenario of
+ * `npm run bench` (about 12 minutes) and `npm run bench -- --quick` (about 3 minutes): every scenario of
  * issues 10 and 14 next to its baseline in the same run, on the same machine. These machines are shared
  * and noisy (absolute figures vary up to 2x between runs, ratios much less), so variants of a
  * scenario alternate round by round and the figures are medians.
