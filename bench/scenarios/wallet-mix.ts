@@ -16,7 +16,8 @@
  * (the oracle); stale nonces after the sender's own broadcast; broadcasts rejected for a bad nonce.
  *
  * Settings (env): WALLET_MIX_SECONDS (60; --quick 20), WALLET_MIX_WALLETS (200; --quick 50),
- * WALLET_MIX_VARIANTS (direct,baseline,proxy; also url-cache: a server caching by URL for 30 s, to see the oracle flag it), WALLET_MIX_WINDOW_MS (2000: how old an answer may be), BENCH_BASELINE_COMMIT (ab10517), BENCH_BASELINE_DIR (or
+ * WALLET_MIX_DEPRECATED_GONE=1 (the upstream answers deprecated routes 410, as with
+ * ENABLE_DEPRECATED_ENDPOINTS=false), WALLET_MIX_VARIANTS (direct,baseline,proxy; also url-cache: a server caching by URL for 30 s, to see the oracle flag it), WALLET_MIX_WINDOW_MS (2000: how old an answer may be), BENCH_BASELINE_COMMIT (ab10517), BENCH_BASELINE_DIR (or
  * --baseline-dir=DIR: a checkout with dist/ built).
  * The per-family tables go to bench/results/wallet-mix.md.
  */
@@ -68,7 +69,7 @@ function quantile(values: number[], q: number): number {
 }
 
 async function runVariant(variant: Variant, label: string, root: string | undefined, seconds: number, wallets: number): Promise<VariantResult> {
-  const upstream = await startSurfaceUpstream({ seed: 'wallet-mix', wallets, bots: 30, blockEveryMs: BLOCK_EVERY_MS, backgroundTxEveryMs: BACKGROUND_TX_EVERY_MS, historyMs: (seconds + 60) * 1000 });
+  const upstream = await startSurfaceUpstream({ seed: 'wallet-mix', wallets, bots: 30, blockEveryMs: BLOCK_EVERY_MS, backgroundTxEveryMs: BACKGROUND_TX_EVERY_MS, historyMs: (seconds + 60) * 1000, deprecatedGone: process.env.WALLET_MIX_DEPRECATED_GONE === '1' });
   const proxy = variant === 'direct' || variant === 'url-cache' ? undefined : await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn', ...(root ? { root } : {}) });
   const urlCache = variant === 'url-cache' ? await startUrlCache(upstream.url) : undefined;
   try {

@@ -33,10 +33,10 @@ interface RunResult {
 }
 
 /** Runs the mix in rounds: move the chain, let the proxy poll its tip, run the clients' due requests. */
-async function runRounds(upstream: SurfaceUpstream, baseUrl: string, pollTip: () => Promise<void>): Promise<RunResult> {
+async function runRounds(upstream: SurfaceUpstream, baseUrl: string, pollTip: () => Promise<void>, rounds = ROUNDS): Promise<RunResult & { gone: number }> {
   const mix = new ClientMix({ baseUrl, cast: upstream.cast, wallets: 16, explorers: 2, dapps: 3, timeScale: 10, sendsPerSecond: 0.6, seed: 7 });
   const marks: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < rounds; round++) {
     const began = Date.now();
     if (round % 3 === 0) upstream.mine();
     await upstream.backgroundTx();
@@ -52,7 +52,13 @@ async function runRounds(upstream: SurfaceUpstream, baseUrl: string, pollTip: ()
     while (k > 0 && (marks[k] as number) > tSend) k--;
     return marks[Math.max(0, k - 1)] as number;
   };
-  return { verdict: judgeExchanges(upstream, mix.exchanges, { windowStart }), sends: mix.sends, served: servedFigures(mix.exchanges), requests: mix.exchanges.length };
+  return {
+    verdict: judgeExchanges(upstream, mix.exchanges, { windowStart }),
+    sends: mix.sends,
+    served: servedFigures(mix.exchanges),
+    requests: mix.exchanges.length,
+    gone: mix.exchanges.filter((e) => e.status === 410).length,
+  };
 }
 
 function describeMismatches(verdict: OracleVerdict): string {
@@ -85,6 +91,19 @@ describe('surface oracle: the proxy answers as the upstream did, within two tip 
     expect(describeMismatches(result.verdict)).toBe('');
     expect(result.sends.staleNonces).toBe(0);
     expect(result.sends.badNonce).toBe(0);
+  }, 90_000);
+
+  it('passes on 410 Gone when the upstream switches deprecated routes off', async () => {
+    const upstream = await startSurfaceUpstream({ wallets: 16, bots: 4, historyMs: 600_000, deprecatedGone: true });
+    cleanups.push(() => upstream.close());
+    const proxy = await startTestProxy({
+      upstreamUrls: [upstream.url],
+      overrides: { cache: { ttl: { mempoolMs: MEMPOOL_FRESH_MS, staleWhileRevalidateMs: 0 } } },
+    });
+    cleanups.push(() => proxy.close());
+    const result = await runRounds(upstream, proxy.url, () => proxy.tracker.pollOnce(), 20);
+    expect(result.gone).toBeGreaterThan(50);
+    expect(describeMismatches(result.verdict)).toBe('');
   }, 90_000);
 
   it('flags a proxy that caches by URL for 30 s: stale answers and stale nonces', async () => {

@@ -428,6 +428,12 @@ const ROUTES: Route[] = [
   })),
   r('GET', '/extended/v1/address/:p/nonces', 'principal_mempool', true, principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true)))),
   r('GET', '/extended/v3/principals/:p/nonces', 'principal_mempool', false, principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true)))),
+  r('GET', '/extended/v3/principals/:p/mempool/transactions', 'principal_mempool', false, principalRoute((s, p, q) =>
+    withPage(q, 50, (pg) => {
+      const pending = s.mempool.filter((t) => t.sender === p || t.recipient === p).reverse();
+      return json(200, page(pending.map(pendingTxJson), pg), principalEtag(s, p, true));
+    }),
+  )),
   r('GET', '/extended/v1/address/:p/transactions', 'principal', true, principalRoute((s, p, q) =>
     withPage(q, 50, (pg) => {
       const txs = principalMined(s, p);

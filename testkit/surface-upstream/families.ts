@@ -20,6 +20,7 @@ const RULES: FamilyRule[] = [
   { id: 'tx-raw', cls: 'immutable', path: new RegExp(`^/extended/v1/tx/${P}/raw$`) },
   { id: 'mempool', cls: 'etag:mempool', path: /^\/extended\/v1\/tx\/mempool$/, query: (q) => !q.has('address') },
   { id: 'mempool-address', cls: 'etag:mempool', path: /^\/extended\/v1\/tx\/mempool$/ },
+  { id: 'principal-mempool', cls: 'etag:principal_mempool', path: new RegExp(`^/extended/v3/principals/${P}/mempool/transactions$`) },
   { id: 'v3-mempool', cls: 'etag:mempool', path: /^\/extended\/v3\/mempool\/transactions$/ },
   { id: 'tx-list', cls: 'etag:chain_tip', path: /^\/extended\/v1\/tx\/?$/ },
   { id: 'tx', cls: 'etag:transaction', path: new RegExp(`^/extended/(v1/tx|v3/transactions)/${P}$`) },

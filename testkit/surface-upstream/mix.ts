@@ -169,7 +169,7 @@ export class ClientMix {
       const mount = this.random() * 5 * SECOND;
       this.at(mount, () => this.walletMount(w));
       this.every(mount + (60 * SECOND) / k, (60 * SECOND) / k, () => this.walletBalances(w));
-      this.every(mount + (30 * SECOND) / k, (30 * SECOND) / k, () => this.get('wallet', `/extended/v1/address/${w.address}/transactions_with_transfers?limit=30`).then(() => undefined));
+      this.every(mount + (30 * SECOND) / k, (30 * SECOND) / k, () => this.walletHistory(w));
       this.every(mount + this.random() * ((120 * SECOND) / k), (120 * SECOND) / k, () => this.walletFocus(w));
       this.every(mount + (900 * SECOND) / k, (900 * SECOND) / k, () => this.get('wallet', `/extended/v1/tokens/nft/holdings?principal=${w.address}&limit=50`).then(() => undefined));
     }
@@ -183,9 +183,18 @@ export class ClientMix {
 
   // ---- behaviours ----
 
+  /** One wallet in five is on the upstream's v9 routes (/extended/v3), the others on Leather's v1/v2 calls. */
+  private onV3(w: Wallet): boolean {
+    return this.wallets.indexOf(w) % 5 === 4;
+  }
+
+  private async walletHistory(w: Wallet): Promise<void> {
+    await this.get('wallet', this.onV3(w) ? `/extended/v3/principals/${w.address}/transactions?limit=30` : `/extended/v1/address/${w.address}/transactions_with_transfers?limit=30`);
+  }
+
   private async walletMount(w: Wallet): Promise<void> {
     await this.walletBalances(w);
-    await this.get('wallet', `/extended/v1/address/${w.address}/transactions_with_transfers?limit=30`);
+    await this.walletHistory(w);
     await this.walletFocus(w);
     await this.get('wallet', `/extended/v1/tokens/nft/holdings?principal=${w.address}&limit=50`);
     const names = await this.get('wallet', `/v1/addresses/stacks/${w.address}`);
@@ -195,12 +204,17 @@ export class ClientMix {
   }
 
   private async walletBalances(w: Wallet): Promise<void> {
-    await this.get('wallet', `/extended/v2/addresses/${w.address}/balances/stx`);
+    await this.get('wallet', this.onV3(w) ? `/extended/v3/principals/${w.address}/balances/stx` : `/extended/v2/addresses/${w.address}/balances/stx`);
     await this.get('wallet', `/extended/v2/addresses/${w.address}/balances/ft`);
   }
 
   /** On focus: the nonce and the address's pending transactions. */
   private async walletFocus(w: Wallet): Promise<void> {
+    if (this.onV3(w)) {
+      await this.get('wallet', `/extended/v3/principals/${w.address}/nonces`);
+      await this.get('wallet', `/extended/v3/principals/${w.address}/mempool/transactions?limit=50`);
+      return;
+    }
     await this.get('wallet', `/extended/v1/address/${w.address}/nonces`);
     await this.get('wallet', `/extended/v1/tx/mempool?address=${w.address}&limit=50`);
   }
@@ -218,10 +232,10 @@ export class ClientMix {
     } else if (page === 1) {
       const height = this.pick(this.recentHeights);
       await this.get('explorer', `/extended/v2/blocks/${height}`);
-      await this.get('explorer', `/extended/v2/blocks/${height}/transactions?limit=20`);
+      await this.get('explorer', `/extended/${this.random() < 0.5 ? 'v3' : 'v2'}/blocks/${height}/transactions?limit=20`);
     } else if (page === 2 && this.recentTxIds.length) {
       const id = this.pick(this.recentTxIds);
-      await this.get('explorer', `/extended/v1/tx/${id}`);
+      await this.get('explorer', this.random() < 0.3 ? `/extended/v3/transactions/${id}` : `/extended/v1/tx/${id}`);
       if (this.random() < 0.3) await this.get('explorer', `/extended/v1/tx/${id}/raw`);
     } else if (page === 3) {
       const w = this.pick(this.wallets);
