@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cl } from '@stacks/transactions';
-import { signContractCall, signTransfer, startSurfaceUpstream, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import { familyOf, signContractCall, signTransfer, startSurfaceUpstream, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
 
 let upstream: SurfaceUpstream;
 beforeAll(async () => {
@@ -111,5 +111,30 @@ describe('surface upstream', () => {
     const url = `/v2/map_entry/${deployer.address}/counter/scores?proof=0`;
     expect(upstream.answerAt(before, 'POST', url, key).body).toBe(pinned.body);
     expect(upstream.answerAt(Date.now(), 'POST', url, key).body).toBe(now.body);
+  });
+
+  it('classifies requests into route families (the ids of the 13 routes and of the surface table)', () => {
+    const p = 'ST3PXJ1K7R028T0CX4SPZVBDJ2P1GK9DYM22EEPVS';
+    const h = `0x${'ab'.repeat(32)}`;
+    const cases: Array<[string, string, string]> = [
+      ['GET', '/extended', 'status'],
+      ['GET', `/extended/v1/tx/${h}`, 'tx_by_id'],
+      ['GET', `/extended/v1/tx/${h}/raw`, 'tx_raw'],
+      ['GET', `/extended/v1/tx/mempool?address=${p}`, 'mempool'],
+      ['GET', '/extended/v1/tx/mempool/stats', 'mempool_stats'],
+      ['GET', `/extended/v1/address/${p}/nonces`, 'address_nonces'],
+      ['GET', `/extended/v1/address/${p}/stx`, 'address_stx_balance'],
+      ['GET', `/extended/v1/address/${p}/transactions_with_transfers?limit=3`, 'principal_history'],
+      ['GET', `/extended/v2/addresses/${p}/transactions`, 'address_transactions_v2'],
+      ['GET', `/extended/v3/principals/${p}/balances/stx`, 'balances_stx_pending'],
+      ['GET', '/extended/v2/blocks?limit=3', 'blocks'],
+      ['GET', '/extended/v2/blocks/12/transactions', 'block_transactions'],
+      ['GET', '/extended/v2/blocks/12', 'block'],
+      ['POST', `/v2/contracts/call-read/${p}/counter/get-counter?tip=${h.slice(2)}`, 'call_read'],
+      ['POST', '/v2/transactions', 'broadcast'],
+      ['GET', `/v2/accounts/${p}?proof=0`, 'v2_accounts'],
+      ['GET', '/extended/v1/faucets/stx', 'other'],
+    ];
+    for (const [method, url, id] of cases) expect(familyOf(method, url).id, url).toBe(id);
   });
 });
