@@ -56,6 +56,8 @@ interface VariantResult {
   p50Ms: number;
   p99Ms: number;
   families: Array<{ family: string; clients: number; fromCachePct: number; revalidatedPct: number; upstreamPer1000: number; mismatches: number }>;
+  /** Some upstream requests no family matched (to extend families.ts). */
+  otherSamples: string[];
   /** Served from cache, by kind of client. */
   actors: Record<string, { clients: number; fromCache: number; revalidated: number }>;
 }
@@ -143,6 +145,7 @@ function summarise(variant: Variant, label: string, exchanges: Exchange[], sends
     p99Ms: quantile(exchanges.map((e) => e.tRecv - e.tSend), 0.99),
     families,
     actors,
+    otherSamples: [...new Set(received.filter((r) => r.family === 'other').map((r) => `${r.method} ${r.url.split('?')[0]}`))].slice(0, 5),
   };
 }
 
@@ -179,7 +182,7 @@ export async function walletMix({ options }: Context): Promise<Section> {
   for (const variant of variants) {
     if (variant === 'baseline') {
       const root = process.argv.find((a) => a.startsWith('--baseline-dir='))?.slice('--baseline-dir='.length) ?? process.env.BENCH_BASELINE_DIR ?? baselineBuild(baselineCommit);
-      results.push(await runVariant(variant, `proxy at ${baselineCommit} (before issue 15)`, root, seconds, wallets));
+      results.push(await runVariant(variant, `proxy at ${baselineCommit}${baselineCommit === 'ab10517' ? ' (before issue 15)' : ''}`, root, seconds, wallets));
     } else if (variant === 'proxy') results.push(await runVariant(variant, 'proxy (this checkout)', undefined, seconds, wallets));
     else if (variant === 'url-cache') results.push(await runVariant(variant, 'wrong on purpose: caching by URL for 30 s', undefined, seconds, wallets));
     else results.push(await runVariant(variant, 'direct to the upstream', undefined, seconds, wallets));

@@ -51,6 +51,7 @@ const RULES: FamilyRule[] = [
   { id: 'bns', cls: 'etag:chain_tip', path: /^\/v1\/(names|namespaces|addresses)\/|^\/v2\/prices\// },
   { id: 'network_block_times', cls: 'etag:chain_tip', path: /^\/extended\/v1\/info\/network_block_times?/ },
   { id: 'pox_cycles', cls: 'etag:chain_tip', path: /^\/extended\/v2\/pox\/cycles/ },
+  { id: 'contract_info', cls: 'etag:chain_tip', path: new RegExp(`^/extended/v1/contract/(${P}|by_trait)$`) },
   { id: 'smart_contracts', cls: 'etag:chain_tip', path: /^\/extended\/v2\/smart-contracts\// },
   { id: 'broadcast', cls: 'never', method: 'POST', path: /^\/v2\/transactions$/ },
   { id: 'contract_interface', cls: 'immutable', method: 'GET', path: /^\/v2\/contracts\/interface\// },
