@@ -113,6 +113,11 @@ describe('surface upstream', () => {
     expect(upstream.answerAt(Date.now(), 'POST', url, key).body).toBe(now.body);
   });
 
+  it('answers a broken path with a 400 in the upstream shape and a route it does not know with 404', async () => {
+    expect((await get('/extended/v1/tx/%E0%A4%A')).status).toBe(400);
+    expect(JSON.parse((await get('/extended/v9/nothing')).body)).toMatchObject({ statusCode: 404, error: 'Not Found' });
+  });
+
   it('classifies requests into route families (the ids of the 13 routes and of the surface table)', () => {
     const p = 'ST3PXJ1K7R028T0CX4SPZVBDJ2P1GK9DYM22EEPVS';
     const h = `0x${'ab'.repeat(32)}`;

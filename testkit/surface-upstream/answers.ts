@@ -518,7 +518,7 @@ const ROUTES: Route[] = [
 
 export const BROADCAST_PATH = '/v2/transactions';
 
-/** Whether a route is deprecated in v9 (it then carries `Warning: 299`, and 410 when switched off). */
+/** The route a method and path reach, with its decoded parameters (throws on a broken %-encoding). */
 export function routeOf(method: string, path: string): { route: Route; params: string[] } | undefined {
   for (const route of ROUTES) {
     const match = route.pattern.exec(path);
@@ -529,7 +529,12 @@ export function routeOf(method: string, path: string): { route: Route; params: s
 
 /** The answer to one read at one snapshot. */
 export function answer(s: Snapshot, req: SurfaceRequest, options: AnswerOptions = {}): Reply {
-  const found = routeOf(req.method, req.path);
+  let found: ReturnType<typeof routeOf>;
+  try {
+    found = routeOf(req.method, req.path);
+  } catch {
+    return error(400, `Bad path: ${req.path.slice(0, 200)}`); // a broken %-encoding
+  }
   if (!found) return error(404, `Route ${req.method}:${req.path} not found`);
   if (found.route.deprecated && options.deprecatedGone) return { ...json(410, GONE), deprecated: true };
   let reply: Reply;

@@ -243,9 +243,14 @@ export class SurfaceUpstream {
       const body = Buffer.concat(chunks);
       const inm = req.headers['if-none-match'];
       let out: RenderedAnswer;
-      if (size > MAX_BODY) out = render({ status: 413, body: 'Payload Too Large', contentType: 'text/plain' });
-      else if (method === 'POST' && url.split('?')[0] === BROADCAST_PATH) out = this.broadcast(rawTxOf(req.headers['content-type'], body));
-      else out = render(answer(this.current(), splitRequest(method, url, body), { deprecatedGone: this.deprecatedGone }), typeof inm === 'string' ? inm : undefined);
+      try {
+        if (size > MAX_BODY) out = render({ status: 413, body: 'Payload Too Large', contentType: 'text/plain' });
+        else if (method === 'POST' && url.split('?')[0] === BROADCAST_PATH) out = this.broadcast(rawTxOf(req.headers['content-type'], body));
+        else out = render(answer(this.current(), splitRequest(method, url, body), { deprecatedGone: this.deprecatedGone }), typeof inm === 'string' ? inm : undefined);
+      } catch (e) {
+        // A bug in the fake shows up as a 500 that names it, never as a crash of the test process.
+        out = { status: 500, headers: { 'content-type': 'text/plain' }, body: `surface upstream: ${String(e)}` };
+      }
       const family = familyOf(method, url);
       this.requests.push({ at: this.now(), method, url, family: family.id, cls: family.cls, status: out.status, notModified: out.status === 304, conditional: inm !== undefined });
       const headers = out.status === 304 ? out.headers : { ...out.headers, 'content-length': String(Buffer.byteLength(out.body)) };
