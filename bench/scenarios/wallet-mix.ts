@@ -24,7 +24,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stopChild } from '../../testkit/index.js';
-import { ClientMix, judgeExchanges, servedFigures, startSurfaceUpstream, startUrlCache, type Exchange, type OracleVerdict, type SendStats, type CountedRequest } from '../../testkit/surface-upstream/index.js';
+import { ClientMix, familyOf, judgeExchanges, servedFigures, startSurfaceUpstream, startUrlCache, type Exchange, type OracleVerdict, type SendStats, type CountedRequest } from '../../testkit/surface-upstream/index.js';
 import { baselineBuild } from '../lib/baseline-build.js';
 import { ROOT, startProxy } from '../lib/proc.js';
 import type { Row, Section } from '../lib/report.js';
@@ -55,7 +55,7 @@ interface VariantResult {
   sends: SendStats;
   p50Ms: number;
   p99Ms: number;
-  families: Array<{ family: string; clients: number; fromCachePct: number; revalidatedPct: number; upstreamPer1000: number; mismatches: number }>;
+  families: Array<{ family: string; cls?: string; clients: number; fromCachePct: number; revalidatedPct: number; upstreamPer1000: number; mismatches: number }>;
   /** Some upstream requests no family matched (to extend families.ts). */
   otherSamples: string[];
   /** Served from cache, by kind of client. */
@@ -103,11 +103,17 @@ function summarise(variant: Variant, label: string, exchanges: Exchange[], sends
   const served = servedFigures(exchanges);
   const clients = exchanges.length;
   const upstreamByFamily = new Map<string, number>();
-  for (const r of received) upstreamByFamily.set(r.family, (upstreamByFamily.get(r.family) ?? 0) + 1);
+  const classes = new Map<string, string>();
+  for (const r of received) {
+    upstreamByFamily.set(r.family, (upstreamByFamily.get(r.family) ?? 0) + 1);
+    classes.set(r.family, r.cls);
+  }
+  for (const e of exchanges) if (!classes.has(e.family)) classes.set(e.family, familyOf(e.method, e.url).cls);
   const families = [...new Set([...Object.keys(served.byFamily), ...upstreamByFamily.keys()])].sort().map((family) => {
     const f = served.byFamily[family] ?? { clients: 0, fromCache: 0, revalidated: 0 };
     return {
       family,
+      cls: classes.get(family),
       clients: f.clients,
       fromCachePct: pct(f.fromCache, f.clients),
       revalidatedPct: pct(f.revalidated, f.clients),
@@ -160,16 +166,18 @@ function headline(r: VariantResult): string {
 
 function familyTable(results: VariantResult[]): string {
   const families = [...new Set(results.flatMap((r) => r.families.map((f) => f.family)))].sort();
-  const head = `| family | ${results.map((r) => `${r.variant} clients | ${r.variant} cache % | ${r.variant} 304 % | ${r.variant} upstream/1k | ${r.variant} mismatches`).join(' | ')} |`;
-  const rule = `|---|${results.map(() => '---|---|---|---|---').join('|')}|`;
+  const classOf = new Map<string, string>();
+  for (const r of results) for (const f of r.families) if (f.cls) classOf.set(f.family, f.cls);
+  const head = `| family | class | ${results.map((r) => `${r.variant} clients | ${r.variant} cache % | ${r.variant} 304 % | ${r.variant} upstream/1k | ${r.variant} mismatches`).join(' | ')} |`;
+  const rule = `|---|---|${results.map(() => '---|---|---|---|---').join('|')}|`;
   const rows = families.map((family) => {
     const cells = results.map((r) => {
       const f = r.families.find((x) => x.family === family);
       return f ? `${f.clients} | ${f.fromCachePct} | ${f.revalidatedPct} | ${f.upstreamPer1000} | ${f.mismatches}` : ' | | | | ';
     });
-    return `| ${family} | ${cells.join(' | ')} |`;
+    return `| ${family} | ${classOf.get(family) ?? ''} | ${cells.join(' | ')} |`;
   });
-  const totals = `| **total** | ${results.map((r) => `${r.clients} | ${pct(r.fromCache, r.clients)} | ${pct(r.revalidated, r.clients)} | ${per1000(r.upstreamTotal, r.clients)} | ${r.verdict.staleBodies + r.verdict.wrongStatus}`).join(' | ')} |`;
+  const totals = `| **total** | | ${results.map((r) => `${r.clients} | ${pct(r.fromCache, r.clients)} | ${pct(r.revalidated, r.clients)} | ${per1000(r.upstreamTotal, r.clients)} | ${r.verdict.staleBodies + r.verdict.wrongStatus}`).join(' | ')} |`;
   return [head, rule, ...rows, totals].join('\n');
 }
 
