@@ -113,6 +113,20 @@ describe('surface upstream', () => {
     expect(upstream.answerAt(Date.now(), 'POST', url, key).body).toBe(now.body);
   });
 
+  it('gives a confirmed transaction\'s events through tx/multiple (what a block learner reads), keyed by id', async () => {
+    const s = upstream.current();
+    const withEvents = [...s.mined.values()].find((t) => t.events.length > 0)!;
+    const unknown = `0x${'cd'.repeat(32)}`;
+    const answer = await get(`/extended/v1/tx/multiple?tx_id=${withEvents.core.txId},${unknown}&event_limit=100`);
+    const body = JSON.parse(answer.body) as Record<string, { found: boolean; result: { events?: unknown[] } }>;
+    expect(body[withEvents.core.txId]).toMatchObject({ found: true });
+    expect(body[withEvents.core.txId]?.result.events).toHaveLength(withEvents.events.length);
+    expect(body[unknown]).toEqual({ found: false, result: { tx_id: unknown } });
+    const blockTxs = JSON.parse((await get(`/extended/v2/blocks/${withEvents.height}/transactions`)).body) as { results: Array<{ tx_id: string; event_count: number; events: unknown[] }> };
+    const listed = blockTxs.results.find((t) => t.tx_id === withEvents.core.txId);
+    expect(listed).toMatchObject({ event_count: withEvents.events.length, events: [] });
+  });
+
   it('answers a broken path with a 400 in the upstream shape and a route it does not know with 404', async () => {
     expect((await get('/extended/v1/tx/%E0%A4%A')).status).toBe(400);
     expect(JSON.parse((await get('/extended/v9/nothing')).body)).toMatchObject({ statusCode: 404, error: 'Not Found' });

@@ -360,6 +360,28 @@ const ROUTES: Route[] = [
       return json(200, page(pending.map(pendingTxJson), p), s.mempoolDigest);
     }),
   ),
+  // tx/multiple (one of the 13 routes; a block learner reads events here): keyed by tx id, never 404 (§4.6).
+  r('GET', '/extended/v1/tx/multiple', 'mempool', false, (s, _p, q) => {
+    const all = q.getAll('tx_id');
+    const ids = all.length === 1 ? (all[0] as string).split(',') : all;
+    if (ids.length === 0) return validation("querystring must have required property 'tx_id'");
+    const bad = ids.findIndex((id) => !TX_ID.test(id));
+    if (bad >= 0) return validation(`querystring/tx_id/${bad} must match pattern "^(0x)?[a-fA-F0-9]{64}$"`);
+    const eventLimit = q.has('event_limit') ? Number(q.get('event_limit')) : 20;
+    if (!Number.isInteger(eventLimit) || eventLimit < 0) return validation('querystring/event_limit must be integer');
+    if (eventLimit > 100) return validation('querystring/event_limit must be <= 100');
+    if (ids.some((id) => !id.startsWith('0x'))) return json(400, { statusCode: 400, error: 'Bad Request', message: 'Hex string is missing the "0x" prefix' }, s.mempoolDigest);
+    const out: Record<string, unknown> = {};
+    for (const id of ids) {
+      const lower = id.toLowerCase();
+      const mined = s.mined.get(lower);
+      const pending = mined ? undefined : s.mempool.find((t) => t.txId === lower);
+      if (mined) out[lower] = { found: true, result: minedTxJson(s, mined, eventLimit) };
+      else if (pending) out[lower] = { found: true, result: pendingTxJson(pending) };
+      else out[id] = { found: false, result: { tx_id: id } };
+    }
+    return json(200, out, s.mempoolDigest);
+  }),
   r('GET', '/extended/v3/mempool/transactions', 'mempool', false, (s, _p, q) =>
     withPage(q, 50, (p) => json(200, page([...s.mempool].reverse().map(pendingTxJson), p), s.mempoolDigest)),
   ),
