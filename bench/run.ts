@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (about 7 minutes) and `npm run bench -- --quick` (about 80 s): every scenario of
+ * `npm run bench` (about 12 minutes) and `npm run bench -- --quick` (about 3 minutes): every scenario of
  * issues 10 and 14 next to its baseline in the same run, on the same machine. These machines are shared
  * and noisy (absolute figures vary up to 2x between runs, ratios much less), so variants of a
  * scenario alternate round by round and the figures are medians.
@@ -7,7 +7,8 @@
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
  *   --quick        1 round of 1 s per variant, a short Zipf mix, no HTTP memory flood
- *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling)
+ *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix;
+ *                  kebab-case works too: --only=wallet-mix)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -24,13 +25,16 @@ import { memoryMillion } from './scenarios/memory-million.js';
 import { passthrough } from './scenarios/passthrough.js';
 import { redisHit } from './scenarios/redis-hit.js';
 import { scaling } from './scenarios/scaling.js';
+import { walletMix } from './scenarios/wallet-mix.js';
 import { zipfMix } from './scenarios/zipf-mix.js';
 
-const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling };
+const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix };
+/** kebab-case names accepted too (`--only=wallet-mix`). */
+const camel = (name: string): string => name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 
 function parseOptions(argv: string[]): { options: BenchOptions; only: string[] } {
   const quick = argv.includes('--quick');
-  const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',') ?? Object.keys(SCENARIOS);
+  const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',').map(camel) ?? Object.keys(SCENARIOS);
   const unknown = only.filter((name) => !(name in SCENARIOS));
   if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`);
   const options: BenchOptions = {

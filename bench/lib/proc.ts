@@ -36,10 +36,13 @@ export interface Server {
   url: string;
 }
 
-/** Starts `node <script>` (a file under dist/) on `cpu`; taskset execs node, so the pid is node's. */
-export async function startNodeServer(script: string, env: Record<string, string>, healthPath: string, cpu = 0): Promise<Server> {
+/**
+ * Starts `node <script>` (a file under `root`/dist/, by default this checkout's) on `cpu`;
+ * taskset execs node, so the pid is node's.
+ */
+export async function startNodeServer(script: string, env: Record<string, string>, healthPath: string, cpu = 0, root = ROOT): Promise<Server> {
   const port = await freePort();
-  const args = [process.execPath, join(ROOT, 'dist', script)];
+  const args = [process.execPath, join(root, 'dist', script)];
   const [command, rest] = HAS_TASKSET ? ['taskset', ['-c', String(cpu), ...args]] : [args[0] as string, args.slice(1)];
   const child = spawn(command, rest, {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env },
@@ -56,6 +59,8 @@ export interface ProxyOptions {
   logLevel?: string;
   config?: Record<string, unknown>;
   cpu?: number;
+  /** Another build of the proxy (a checkout with dist/ built), e.g. the baseline commit's. */
+  root?: string;
 }
 
 /** A proxy process as operators run it (dist/src/main.js), with its own admin port. */
@@ -73,7 +78,7 @@ export async function startProxy(options: ProxyOptions): Promise<Server & { admi
     writeFileSync(file, JSON.stringify(options.config));
     env.CONFIG_FILE = file;
   }
-  const server = await startNodeServer('src/main.js', env, '/health', options.cpu ?? 0);
+  const server = await startNodeServer('src/main.js', env, '/health', options.cpu ?? 0, options.root);
   return { ...server, adminUrl: `http://127.0.0.1:${adminPort}` };
 }
 

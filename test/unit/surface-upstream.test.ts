@@ -1,0 +1,159 @@
+/**
+ * The surface upstream (testkit/surface-upstream) behaves as the upstream does where issue 15's
+ * measurements depend on it: ETag kinds per route (read-surface.md §1.4), 304s, `no-store` on
+ * `/v2`, `Warning: 299` and 410 on deprecated routes, the node's mempool admission of real
+ * signed transactions, reads pinned with `?tip=`, and answers recomputed at a past moment.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Cl } from '@stacks/transactions';
+import { familyOf, signContractCall, signTransfer, startSurfaceUpstream, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+
+let upstream: SurfaceUpstream;
+beforeAll(async () => {
+  upstream = await startSurfaceUpstream({ wallets: 12, bots: 3, historyBlocks: 8 });
+});
+afterAll(() => upstream.close());
+
+const get = async (path: string, headers: Record<string, string> = {}) => {
+  const r = await fetch(upstream.url + path, { headers });
+  return { status: r.status, etag: r.headers.get('etag'), cacheControl: r.headers.get('cache-control'), warning: r.headers.get('warning'), body: await r.text() };
+};
+const post = async (path: string, body: unknown, contentType = 'application/json') => {
+  const r = await fetch(upstream.url + path, { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' || body instanceof Blob ? body : JSON.stringify(body) });
+  return { status: r.status, cacheControl: r.headers.get('cache-control'), body: await r.text() };
+};
+const nextNonce = async (address: string) => (JSON.parse((await get(`/extended/v1/address/${address}/nonces`)).body) as { possible_next_nonce: number }).possible_next_nonce;
+
+describe('surface upstream', () => {
+  it('moves each ETag kind only with what it depends on', async () => {
+    const [alice, bob, carol] = upstream.cast.wallets as [typeof upstream.cast.wallets[0], typeof upstream.cast.wallets[0], typeof upstream.cast.wallets[0]];
+    const read = async () => ({
+      tip: (await get('/extended')).etag,
+      mempool: (await get('/extended/v1/tx/mempool?address=' + carol.address)).etag,
+      alicePrincipal: (await get(`/extended/v1/address/${alice.address}/transactions`)).etag,
+      aliceMempool: (await get(`/extended/v1/address/${alice.address}/nonces`)).etag,
+      carolMempool: (await get(`/extended/v1/address/${carol.address}/nonces`)).etag,
+      block3: (await get('/extended/v2/blocks/3')).etag,
+    });
+    upstream.mine(); // alice's history from genesis is confirmed
+    const before = await read();
+    // alice pays bob: her mempool-aware ETag and the global mempool ETag move, nothing confirmed does.
+    expect((await post('/v2/transactions', { tx: await signTransfer(alice, bob.address, 5n, await nextNonce(alice.address), 200n) })).status).toBe(200);
+    const pending = await read();
+    expect(pending.mempool).not.toBe(before.mempool);
+    expect(pending.aliceMempool).not.toBe(before.aliceMempool);
+    expect(pending.alicePrincipal).toBe(before.alicePrincipal);
+    expect(pending.carolMempool).toBe(before.carolMempool);
+    expect(pending.tip).toBe(before.tip);
+    // Mined: the tip moves, alice's confirmed activity too; carol's does not; block 3 keeps its ETag.
+    upstream.mine();
+    const mined = await read();
+    expect(mined.tip).not.toBe(pending.tip);
+    expect(mined.alicePrincipal).not.toBe(pending.alicePrincipal);
+    expect(mined.carolMempool).toBe(before.carolMempool);
+    expect(mined.block3).toBe(before.block3);
+  });
+
+  it('answers 304 on a matching If-None-Match, keeps Cache-Control on it, and /v2 is no-store without an ETag', async () => {
+    const first = await get('/extended/v2/blocks?limit=2');
+    expect(first.cacheControl).toBe('public, no-cache, must-revalidate');
+    const again = await get('/extended/v2/blocks?limit=5', { 'if-none-match': `W/${first.etag}` });
+    expect(again.status).toBe(304);
+    expect(again.cacheControl).toBe('public, no-cache, must-revalidate');
+    const info = await get('/v2/info');
+    expect(info.etag).toBeNull();
+    expect(info.cacheControl).toBe('no-store');
+  });
+
+  it('marks deprecated routes with Warning 299 and, when switched off, answers them 410 Gone', async () => {
+    const p = upstream.cast.wallets[1]?.address as string;
+    expect((await get(`/extended/v1/address/${p}/nonces`)).warning).toMatch(/^299 - "Deprecated/);
+    expect((await get(`/extended/v3/principals/${p}/nonces`)).warning).toBeNull();
+    upstream.setDeprecatedGone(true);
+    try {
+      const gone = await get(`/extended/v1/address/${p}/nonces`);
+      expect(gone.status).toBe(410);
+      expect(JSON.parse(gone.body)).toMatchObject({ error: 'Gone' });
+      expect((await get(`/extended/v3/principals/${p}/nonces`)).status).toBe(200);
+    } finally {
+      upstream.setDeprecatedGone(false);
+    }
+  });
+
+  it('admits broadcasts as the node does: a used nonce and a nonce taken in the mempool are rejected, octet-stream works', async () => {
+    const [, , , dave, erin] = upstream.cast.wallets as Array<(typeof upstream.cast.wallets)[0]>;
+    const nonce = await nextNonce(dave!.address);
+    const raw = await signTransfer(dave!, erin!.address, 7n, nonce, 200n);
+    const accepted = await post('/v2/transactions', new Blob([Buffer.from(raw, 'hex')]), 'application/octet-stream');
+    expect(accepted.status).toBe(200);
+    expect(accepted.cacheControl).toBe('no-store');
+    const conflicting = await post('/v2/transactions', { tx: await signTransfer(dave!, erin!.address, 8n, nonce, 300n) });
+    expect(JSON.parse(conflicting.body)).toMatchObject({ error: 'transaction rejected', reason: 'ConflictingNonceInMempool' });
+    expect(await nextNonce(dave!.address)).toBe(nonce + 1);
+    upstream.mine();
+    const reused = await post('/v2/transactions', { tx: await signTransfer(dave!, erin!.address, 9n, nonce, 300n) });
+    expect(JSON.parse(reused.body)).toMatchObject({ reason: 'BadNonce', reason_data: { expected: nonce + 1, actual: nonce } });
+  });
+
+  it('reads contract state at the block ?tip= names, and recomputes past answers', async () => {
+    const { deployer, wallets } = upstream.cast;
+    const frank = wallets[5]!;
+    const key = JSON.stringify(`0x${Cl.serialize(Cl.principal(frank.address)).replace(/^0x/, '')}`);
+    const tipBefore = upstream.current();
+    const indexBefore = tipBefore.blocks[tipBefore.blocks.length - 1]!.indexHash;
+    const before = Date.now();
+    await post('/v2/transactions', { tx: await signContractCall(frank, `${deployer.address}.counter`, 'set-score', [Cl.uint(42n)], await nextNonce(frank.address), 500n) });
+    upstream.mine();
+    const now = await post(`/v2/map_entry/${deployer.address}/counter/scores?proof=0`, key);
+    const pinned = await post(`/v2/map_entry/${deployer.address}/counter/scores?proof=0&tip=${indexBefore.slice(2)}`, key);
+    expect(JSON.parse(now.body)).toEqual({ data: `0x${Cl.serialize(Cl.some(Cl.uint(42n))).replace(/^0x/, '')}` });
+    expect(JSON.parse(pinned.body)).toEqual({ data: '0x09' });
+    const url = `/v2/map_entry/${deployer.address}/counter/scores?proof=0`;
+    expect(upstream.answerAt(before, 'POST', url, key).body).toBe(pinned.body);
+    expect(upstream.answerAt(Date.now(), 'POST', url, key).body).toBe(now.body);
+  });
+
+  it('gives a confirmed transaction\'s events through tx/multiple (what a block learner reads), keyed by id', async () => {
+    const s = upstream.current();
+    const withEvents = [...s.mined.values()].find((t) => t.events.length > 0)!;
+    const unknown = `0x${'cd'.repeat(32)}`;
+    const answer = await get(`/extended/v1/tx/multiple?tx_id=${withEvents.core.txId},${unknown}&event_limit=100`);
+    const body = JSON.parse(answer.body) as Record<string, { found: boolean; result: { events?: unknown[] } }>;
+    expect(body[withEvents.core.txId]).toMatchObject({ found: true });
+    expect(body[withEvents.core.txId]?.result.events).toHaveLength(withEvents.events.length);
+    expect(body[unknown]).toEqual({ found: false, result: { tx_id: unknown } });
+    const blockTxs = JSON.parse((await get(`/extended/v2/blocks/${withEvents.height}/transactions`)).body) as { results: Array<{ tx_id: string; event_count: number; events: unknown[] }> };
+    const listed = blockTxs.results.find((t) => t.tx_id === withEvents.core.txId);
+    expect(listed).toMatchObject({ event_count: withEvents.events.length, events: [] });
+  });
+
+  it('answers a broken path with a 400 in the upstream shape and a route it does not know with 404', async () => {
+    expect((await get('/extended/v1/tx/%E0%A4%A')).status).toBe(400);
+    expect(JSON.parse((await get('/extended/v9/nothing')).body)).toMatchObject({ statusCode: 404, error: 'Not Found' });
+  });
+
+  it('classifies requests into route families (the ids of the 13 routes and of the surface table)', () => {
+    const p = 'ST3PXJ1K7R028T0CX4SPZVBDJ2P1GK9DYM22EEPVS';
+    const h = `0x${'ab'.repeat(32)}`;
+    const cases: Array<[string, string, string]> = [
+      ['GET', '/extended', 'status'],
+      ['GET', `/extended/v1/tx/${h}`, 'tx_by_id'],
+      ['GET', `/extended/v1/tx/${h}/raw`, 'tx_raw'],
+      ['GET', `/extended/v1/tx/mempool?address=${p}`, 'mempool'],
+      ['GET', '/extended/v1/tx/mempool/stats', 'mempool_stats'],
+      ['GET', `/extended/v1/address/${p}/nonces`, 'address_nonces'],
+      ['GET', `/extended/v1/address/${p}/stx`, 'address_stx_balance'],
+      ['GET', `/extended/v1/address/${p}/transactions_with_transfers?limit=3`, 'principal_history'],
+      ['GET', `/extended/v2/addresses/${p}/transactions`, 'address_transactions_v2'],
+      ['GET', `/extended/v3/principals/${p}/balances/stx`, 'balances_stx_pending'],
+      ['GET', '/extended/v2/blocks?limit=3', 'blocks'],
+      ['GET', '/extended/v2/blocks/12/transactions', 'block_transactions'],
+      ['GET', '/extended/v2/blocks/12', 'block'],
+      ['POST', `/v2/contracts/call-read/${p}/counter/get-counter?tip=${h.slice(2)}`, 'call_read'],
+      ['POST', '/v2/transactions', 'broadcast'],
+      ['GET', `/v2/accounts/${p}?proof=0`, 'v2_accounts'],
+      ['GET', '/extended/v1/faucets/stx', 'other'],
+    ];
+    for (const [method, url, id] of cases) expect(familyOf(method, url).id, url).toBe(id);
+  });
+});
