@@ -117,6 +117,12 @@ export interface KeyTip {
  */
 export function isTipKeyed(family: Family, query: string): boolean {
   if (family.change !== 'tip') return false;
+  // A read about one principal (GET /v2/accounts/{p}) without `?tip=` is not: its entry records the tip it was
+  // read at, so it is fresh under that tip, and under a later one only while the block learner
+  // vouches that no block since touched the principal (policy.ts rule (c)); keyed by the tip, a
+  // new block would make it a new key, and what was learned could never serve it.
+  // With `?tip=` of any kind the node reads where it says: keyed by the tip as any node read.
+  if (family.principal !== undefined && 'param' in family.principal && queryValues(query, 'tip').length === 0) return false;
   return !(family.evidence === 'pinned_tip' && pinnedTip(query) !== undefined);
 }
 

@@ -86,6 +86,9 @@ describe('tip pinning and proofs', () => {
     expect(isTipKeyed(family('call_read'), 'tip=latest')).toBe(true);
     expect(isTipKeyed(family('call_read'), '')).toBe(true);
     expect(isTipKeyed(family('v2_accounts'), `tip=${HASH}`)).toBe(true);
+    // About one principal, at the tip: the entry records its tip, and block learning may carry it to the next.
+    expect(isTipKeyed(family('v2_accounts'), 'proof=0')).toBe(false);
+    expect(isTipKeyed(family('v2_accounts'), 'proof=0&tip=latest')).toBe(true);
     expect(isTipKeyed(family('principal_history'), '')).toBe(false);
   });
 

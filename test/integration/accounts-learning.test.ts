@@ -1,0 +1,78 @@
+/**
+ * GET /v2/accounts/{p} (node RPC: no ETag, the confirmed balance and nonce at the tip) is not keyed
+ * by the tip: its entry records the tip it was read at, and the block learner (principal
+ * activity) carries it across a block that did not touch the principal. A block that did makes
+ * it a miss, and every answer is the upstream's at that moment.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { signTransfer, startSurfaceUpstream, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import { useCleanups } from '../support/cleanups.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
+import type { ProxyServer } from '../../src/composition-root.js';
+
+const { defer } = useCleanups();
+
+/** Mines one block holding a transfer from the first bot to `recipient`. */
+async function mineTransferTo(upstream: SurfaceUpstream, recipient: string): Promise<void> {
+  const bot = upstream.cast.bots[0]!;
+  const nonce = upstream.current().accounts.get(bot.address)?.nonce ?? 0;
+  const answer = upstream.broadcast(await signTransfer(bot, recipient, 1_000n, nonce, 300n));
+  expect(answer.status).toBe(200);
+  upstream.mine();
+}
+
+/** Polls the tip and waits until the learner has had its say about the new tip (learned or not). */
+async function pollAndLearn(proxy: ProxyServer): Promise<'learned' | 'not learned'> {
+  const before = await metricValue(proxy, 'stacks_proxy_activity_blocks_total');
+  const learnedBefore = await metricValue(proxy, 'stacks_proxy_activity_blocks_total', { outcome: 'learned' });
+  await proxy.tracker.pollOnce();
+  for (let i = 0; i < 200 && (await metricValue(proxy, 'stacks_proxy_activity_blocks_total')) === before; i++) await sleep(10);
+  // An outcome counted for the tip; a learned block may need its transactions read first.
+  for (let i = 0; i < 50 && (await metricValue(proxy, 'stacks_proxy_activity_blocks_total', { outcome: 'learned' })) === learnedBefore; i++) await sleep(10);
+  return (await metricValue(proxy, 'stacks_proxy_activity_blocks_total', { outcome: 'learned' })) > learnedBefore ? 'learned' : 'not learned';
+}
+
+describe('/v2/accounts across blocks (block learning)', () => {
+  it('is served from cache across a learned block that did not touch the principal, and asked again after one that did', async () => {
+    const upstream = await startSurfaceUpstream({ seed: 'accounts-learning', wallets: 4, bots: 1 });
+    defer(() => upstream.close());
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    defer(() => proxy.close());
+    const [watched, other] = upstream.cast.wallets as [{ address: string }, { address: string }];
+    const path = `/v2/accounts/${watched.address}?proof=0`;
+    const read = async () => {
+      const response = await fetch(proxy.url + path);
+      const body = await response.text();
+      // Whatever the cache did, the answer is the upstream's now.
+      expect(body).toBe(upstream.answerAt(Date.now(), 'GET', path).body);
+      return response.headers.get('x-cache');
+    };
+    const count = () => upstream.requests.filter((r) => r.url.startsWith('/v2/accounts/')).length;
+
+    expect(await read()).toBe('MISS');
+    expect(await read()).toBe('HIT');
+
+    // Blocks that do not touch the watched wallet: served from cache across every learned one.
+    let learnedHits = 0;
+    for (let block = 0; block < 6; block++) {
+      await mineTransferTo(upstream, other.address);
+      const learned = await pollAndLearn(proxy);
+      const asked = count();
+      const cache = await read();
+      if (learned === 'learned') {
+        expect(cache).toBe('HIT');
+        expect(count()).toBe(asked);
+        learnedHits++;
+      }
+    }
+    expect(learnedHits).toBeGreaterThan(0);
+
+    // A block that pays the watched wallet: its balance changed, so the upstream is asked.
+    await mineTransferTo(upstream, watched.address);
+    await pollAndLearn(proxy);
+    const asked = count();
+    expect(await read()).toBe('MISS');
+    expect(count()).toBe(asked + 1);
+  });
+});
