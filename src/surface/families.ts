@@ -170,7 +170,8 @@ export const FAMILIES: readonly Family[] = [
     method: 'GET',
     routes: ['/extended/v1/stx_supply/', '/extended/v1/stx_supply/total/plain', '/extended/v1/stx_supply/circulating/plain', '/extended/v1/stx_supply/legacy_format'],
     change: 'etag:chain_tip',
-    why: 'supply is computed at the tip: chain_tip ETag',
+    burnKeyed: true,
+    why: 'supply is computed at the tip (locked STX unlock with burn blocks): chain_tip ETag, which misses burn-only changes, so keyed by the burn height too',
   }),
   family({
     id: 'network_block_times',
@@ -255,7 +256,8 @@ export const FAMILIES: readonly Family[] = [
       '/extended/v3/staking/signers/:principal/stakers',
     ],
     change: 'etag:chain_tip',
-    why: 'v3 staking: chain_tip ETag',
+    burnKeyed: true,
+    why: 'v3 staking: chain_tip ETag; stakes and signers turn with PoX cycles, which turn with burn blocks, so keyed by the burn height too',
   }),
   family({
     id: 'principal_history',

@@ -172,6 +172,20 @@ describe('surfaceSpec: evidence for final answers', () => {
     expect(found.calls).toHaveLength(1);
   });
 
+  it("never makes a pinned read's node-side failure final: only the chain's answer (okay:true; a map entry's or data var's data)", async () => {
+    const found = counting({ height: 70 });
+    const call = specFor('POST', `/v2/contracts/call-read/${ADDRESS}/c/f`, `tip=${HASH}`, found.evidence, '{"sender":"x"}');
+    // A cost limit is the node's read_only_call_limit setting: another node may answer okay:true.
+    expect(await call.admit(answer(200, { okay: false, cause: 'Unchecked(CostBalanceExceeded(...))' }), asked)).toMatchObject({ entry: { cls: 'tip' } });
+    expect(await call.admit(answer(200, { okay: true, result: '0x03' }), asked)).toMatchObject({ entry: { cls: 'final', height: 70 } });
+    const entry = specFor('POST', `/v2/map_entry/${ADDRESS}/c/m`, `tip=${HASH}&proof=0`, found.evidence, '"0x01"');
+    expect(await entry.admit(answer(200, { data: '0x09' }), asked)).toMatchObject({ entry: { cls: 'final' } });
+    expect(await entry.admit(answer(200, { error: 'x' }), asked)).toMatchObject({ entry: { cls: 'tip' } });
+    const dataVar = specFor('GET', `/v2/data_var/${ADDRESS}/c/v`, `tip=${HASH}&proof=0`, found.evidence);
+    expect(await dataVar.admit(answer(200, {}), asked)).toMatchObject({ entry: { cls: 'tip' } });
+    expect(await dataVar.admit(answer(200, { data: '0x01' }), asked)).toMatchObject({ entry: { cls: 'final' } });
+  });
+
   it('names the ETag scopes the upstream computes one ETag for (principal, principal_mempool, mempool, transaction)', () => {
     const none = counting(undefined).evidence;
     expect(specFor('GET', `/extended/v3/principals/${ADDRESS}/nonces`, '', none).etagScope).toBe(`principal_mempool:${ADDRESS}`);
