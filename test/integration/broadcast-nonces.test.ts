@@ -138,9 +138,9 @@ async function transfer(upstream: SendFlowUpstream, options: { sponsored?: boole
 const broadcastJson = (proxy: ProxyServer, hex: string) =>
   fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tx: hex }) });
 const broadcastOctets = (proxy: ProxyServer, bytes: Uint8Array) =>
-  fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: bytes });
+  fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(bytes) });
 
-async function setup(count = 1) {
+async function setup(count = 1, overrides: Record<string, unknown> = {}) {
   const server = await startSurfaceTestUpstream();
   defer(() => server.close());
   const upstream = new SendFlowUpstream(server);
@@ -152,7 +152,7 @@ async function setup(count = 1) {
   }
   const proxies: ProxyServer[] = [];
   for (let i = 0; i < count; i++) {
-    const proxy = await startTestProxy({ upstreamUrls: [server.url], redisUrl });
+    const proxy = await startTestProxy({ upstreamUrls: [server.url], redisUrl, overrides });
     defer(() => proxy.close());
     proxies.push(proxy);
   }
@@ -247,5 +247,33 @@ describe("no stale nonce after the sender's own broadcast", () => {
     await expectUpstreamsAnswers(b, upstream, SPONSOR, sponsor);
     // A, which never read them, serves the upstream's answers as well (from the shared tier or upstream).
     await expectUpstreamsAnswers(a, upstream, SENDER, snapshot(upstream, SENDER));
+  });
+});
+
+describe('search answers that name the mempool', () => {
+  it('a cached search answer is asked for again once a broadcast changed the mempool, not kept for the tip', async () => {
+    // No settling window: the answer cached right after the first broadcast may be served from cache (unit tests cover the window).
+    const { upstream, proxies } = await setup(1, { activity: { settleMs: 0 } });
+    const [proxy] = proxies as [ProxyServer];
+    const first = await transfer(upstream);
+    expect((await broadcastJson(proxy, first.serialize())).status).toBe(200);
+    const txId = `0x${first.txid()}`;
+    // The upstream finds the transaction in its mempool until a replacement (same nonce, higher fee) evicts it.
+    let evicted = false;
+    const searchBody = () =>
+      evicted ? { found: false, result: { entity_type: 'tx_id' }, error: `No block or transaction found with hash "${txId}"` } : { found: true, result: { entity_id: txId, entity_type: 'mempool_tx_id' } };
+    upstream.server.script({ match: /^\/extended\/v1\/search\//, answer: () => ({ status: evicted ? 404 : 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(searchBody()) }) });
+    const url = `${proxy.url}/extended/v1/search/${txId}`;
+    const cached = await fetchRaw(url);
+    expect([cached.status, cached.headers.get('x-cache-class')]).toEqual([200, 'mempool']);
+    expect((await fetchRaw(url)).headers.get('x-cache')).toBe('HIT');
+
+    evicted = true;
+    const replacement = await transfer(upstream); // the test upstream takes any transaction it was told of
+    expect((await broadcastJson(proxy, replacement.serialize())).status).toBe(200);
+    const asked = upstream.server.count(/^\/extended\/v1\/search\//);
+    const after = await fetchRaw(url);
+    expect(upstream.server.count(/^\/extended\/v1\/search\//)).toBe(asked + 1);
+    expect([after.status, JSON.parse(after.body.toString())]).toEqual([404, searchBody()]);
   });
 });
