@@ -216,9 +216,9 @@ describe('surfaceSpec: evidence for final answers', () => {
 
   it('keys burn-keyed families by the burn height too, tip-keyed or not', () => {
     const none = counting(undefined).evidence;
-    expect(specFor('GET', '/extended/v2/burn-blocks', '', none).key).toMatch(/:s:burn_blocks:GET:-@50:\/extended\/v2\/burn-blocks$/);
-    expect(specFor('GET', '/v2/pox', '', none).key).toMatch(/:s:v2_pox:GET:0xt1@50:\/v2\/pox$/);
-    expect(specFor('GET', '/extended/v2/blocks', '', none).key).toMatch(/:s:blocks:GET:-:\/extended\/v2\/blocks$/);
+    expect(specFor('GET', '/extended/v2/burn-blocks', '', none).key).toMatch(/:s:burn_blocks:GET:-@50:-:\/extended\/v2\/burn-blocks$/);
+    expect(specFor('GET', '/v2/pox', '', none).key).toMatch(/:s:v2_pox:GET:0xt1@50:-:\/v2\/pox$/);
+    expect(specFor('GET', '/extended/v2/blocks', '', none).key).toMatch(/:s:blocks:GET:-:-:\/extended\/v2\/blocks$/);
   });
 
   it('forwards a body without a canonical form but never stores its answer', async () => {
