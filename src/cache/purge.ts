@@ -6,6 +6,8 @@
  * matcher also says how to find its keys in Redis: exactly (deleted as they are), or as SCAN
  * MATCH patterns that cover them (a superset: the predicate decides what is deleted).
  */
+import type { RouteId } from '../routes/route-spec.js';
+import { ROUTE_BY_ID } from '../routes/route-table.js';
 import { KEY_SCHEMA_VERSION } from './key.js';
 import { normalBlockRef, normalPrincipal, normalTx, segmentNames, subjectItem, type Subject } from './key-subjects.js';
 
@@ -114,16 +116,20 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
       return { keys: [...keys], patterns: [], matches: (key) => keys.has(key) };
     }
     case 'route': {
+      // Anything but one of the 13 routes' ids is a surface family id (purge-request.ts takes either; they never coincide): `s:<family>:…`.
+      if (!ROUTE_BY_ID.has(selector.route as RouteId)) {
+        const family = selector.route;
+        return {
+          patterns: [`${glob}s:${escapeGlob(family)}:*`],
+          matches: (key) => !key.endsWith(':lock') && surfaceParts(base, key)?.family === family,
+        };
+      }
       const names = KEY_NAMES_OF_ROUTE[selector.route] ?? [selector.route];
-      // Route ids and surface family ids never coincide (purge-request.ts takes either): a family's entries are `s:<family>:…`.
-      const family = selector.route;
       return {
-        patterns: [...names.map((name) => `${glob}${escapeGlob(name)}:*`), `${glob}s:${escapeGlob(family)}:*`],
+        patterns: names.map((name) => `${glob}${escapeGlob(name)}:*`),
         matches: (key) => {
-          if (key.endsWith(':lock')) return false;
           const parts = splitKey(base, key);
-          if (parts !== undefined && names.includes(parts.id)) return true;
-          return surfaceParts(base, key)?.family === family;
+          return parts !== undefined && names.includes(parts.id) && !key.endsWith(':lock');
         },
       };
     }
