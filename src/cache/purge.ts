@@ -4,7 +4,8 @@
  * question about the key alone. A selector is plain JSON, so one instance can publish it and
  * every instance that shares the Redis applies the same predicate to its memory tier. Each
  * matcher also says how to find its keys in Redis: exactly (deleted as they are), or as SCAN
- * MATCH patterns that cover them (a superset: the predicate decides what is deleted).
+ * MATCH patterns that cover them (a superset: the predicate decides what is deleted). Surface
+ * keys (route families) are found by the subjects their key names (key-subjects.ts), exactly.
  */
 import type { RouteId } from '../routes/route-spec.js';
 import { ROUTE_BY_ID } from '../routes/route-table.js';
