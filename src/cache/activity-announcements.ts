@@ -41,11 +41,14 @@ export class ActivityAnnouncements {
     },
   ) {}
 
-  /** Tells the peers; a failure is counted and logged, never thrown (the local registry has it). */
-  announce(principals: readonly string[] | null): void {
+  /**
+   * Tells the peers; settles once Redis took the message (it has then written it to every
+   * subscriber). A failure is counted and logged, never thrown (the local registry has it).
+   */
+  announce(principals: readonly string[] | null): Promise<void> {
     const message: Announcement = { from: this.id, principals: principals === null ? null : [...principals] };
     this.deps.telemetry.activityAnnounced('sent');
-    this.deps.publish(activityChannelName(this.deps.keyPrefix), JSON.stringify(message)).catch((error: unknown) => this.deps.telemetry.storeError('redis', 'publish', error));
+    return this.deps.publish(activityChannelName(this.deps.keyPrefix), JSON.stringify(message)).catch((error: unknown) => this.deps.telemetry.storeError('redis', 'publish', error));
   }
 
   /** A message from the channel: a peer's broadcast, applied to this registry. Anything malformed is ignored (counted). */

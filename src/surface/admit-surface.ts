@@ -64,6 +64,8 @@ export function rawTxMatches(json: unknown, txId: string): boolean {
 /** What the body says about the class, before any evidence (undefined: pass on, unstored). */
 function classifyOk(facts: SurfaceFacts, json: unknown, chain: ChainView): Judgement | undefined {
   const { family, params } = facts;
+  // A body the mempool can change is never held past the mempool class, whatever its key's kind.
+  const cls: FreshnessClass = family.mempoolDependent ? 'mempool' : 'tip';
   switch (family.change) {
     case 'never':
       return undefined;
@@ -83,9 +85,9 @@ function classifyOk(facts: SurfaceFacts, json: unknown, chain: ChainView): Judge
         // Bytes that are not the transaction asked for are passed on as the upstream sent them, never stored.
         return rawTxMatches(json, params.tx_id ?? '') ? { cls: 'final', height: 0 } : undefined;
       }
-      return { cls: 'tip' };
+      return { cls };
     default:
-      return { cls: 'tip' };
+      return { cls };
   }
 }
 
