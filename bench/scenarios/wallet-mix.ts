@@ -6,9 +6,10 @@
  * loads, dApp read-only calls, and send flows (nonce, fee estimate, broadcast of a real signed
  * transaction, nonce again, pending-tx polling).
  *
- * Three variants side by side, each on a fresh upstream with the same seed: direct to the
+ * Four variants side by side, each on a fresh upstream with the same seed: direct to the
  * upstream, the proxy at the baseline commit (main before issue 15's caching: ab10517, built
- * under /tmp, or BENCH_BASELINE_DIR), and this checkout's proxy. Reported per variant: client
+ * under /tmp, or BENCH_BASELINE_DIR), this checkout's proxy with principal activity off
+ * (`revalidation`: route families and the upstream's ETags alone), and this checkout's proxy. Reported per variant: client
  * requests; the share served without a full upstream fetch (X-Cache HIT/STALE; 304
  * revalidations apart); upstream requests per 1,000 client requests, in total (tip polls and
  * any watcher included: everything the upstream received) and per route family
@@ -17,7 +18,7 @@
  *
  * Settings (env): WALLET_MIX_SECONDS (60; --quick 20), WALLET_MIX_WALLETS (200; --quick 50),
  * WALLET_MIX_DEPRECATED_GONE=1 (the upstream answers deprecated routes 410, as with
- * ENABLE_DEPRECATED_ENDPOINTS=false), WALLET_MIX_VARIANTS (direct,baseline,proxy; also url-cache: a server caching by URL for 30 s, to see the oracle flag it), WALLET_MIX_WINDOW_MS (2000: how old an answer may be), BENCH_BASELINE_COMMIT (ab10517), BENCH_BASELINE_DIR (or
+ * ENABLE_DEPRECATED_ENDPOINTS=false), WALLET_MIX_VARIANTS (direct,baseline,revalidation,proxy; also url-cache: a server caching by URL for 30 s, to see the oracle flag it), WALLET_MIX_WINDOW_MS (2000: how old an answer may be), BENCH_BASELINE_COMMIT (ab10517), BENCH_BASELINE_DIR (or
  * --baseline-dir=DIR: a checkout with dist/ built).
  * The per-family tables go to bench/results/wallet-mix.md.
  */
@@ -39,7 +40,7 @@ const BACKGROUND_TX_EVERY_MS = 500;
 const WINDOW_MS = Number(process.env.WALLET_MIX_WINDOW_MS ?? 2_000);
 const TIME_SCALE = 10;
 
-type Variant = 'direct' | 'baseline' | 'proxy' | 'url-cache';
+type Variant = 'direct' | 'baseline' | 'revalidation' | 'proxy' | 'url-cache';
 
 interface VariantResult {
   variant: Variant;
@@ -72,7 +73,11 @@ function quantile(values: number[], q: number): number {
 
 async function runVariant(variant: Variant, label: string, root: string | undefined, seconds: number, wallets: number): Promise<VariantResult> {
   const upstream = await startSurfaceUpstream({ seed: 'wallet-mix', wallets, bots: 30, blockEveryMs: BLOCK_EVERY_MS, backgroundTxEveryMs: BACKGROUND_TX_EVERY_MS, historyMs: (seconds + 60) * 1000, deprecatedGone: process.env.WALLET_MIX_DEPRECATED_GONE === '1' });
-  const proxy = variant === 'direct' || variant === 'url-cache' ? undefined : await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn', ...(root ? { root } : {}) });
+  // `revalidation`: this checkout with principal activity off (no broadcast marks, block learning
+  // or mempool watcher): the route families and the upstream's ETags alone, to measure what
+  // activity adds against revalidation alone (issue 15, "Beyond revalidation").
+  const config = variant === 'revalidation' ? { activity: { enabled: false } } : undefined;
+  const proxy = variant === 'direct' || variant === 'url-cache' ? undefined : await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn', ...(root ? { root } : {}), ...(config ? { config } : {}) });
   const urlCache = variant === 'url-cache' ? await startUrlCache(upstream.url) : undefined;
   try {
     const mix = new ClientMix({
@@ -184,7 +189,7 @@ function familyTable(results: VariantResult[]): string {
 export async function walletMix({ options }: Context): Promise<Section> {
   const seconds = Number(process.env.WALLET_MIX_SECONDS ?? (options.quick ? 20 : 60));
   const wallets = Number(process.env.WALLET_MIX_WALLETS ?? (options.quick ? 50 : 200));
-  const variants = (process.env.WALLET_MIX_VARIANTS ?? 'direct,baseline,proxy').split(',') as Variant[];
+  const variants = (process.env.WALLET_MIX_VARIANTS ?? 'direct,baseline,revalidation,proxy').split(',') as Variant[];
   const baselineCommit = process.env.BENCH_BASELINE_COMMIT ?? 'ab10517';
   const results: VariantResult[] = [];
   for (const variant of variants) {
@@ -192,6 +197,7 @@ export async function walletMix({ options }: Context): Promise<Section> {
       const root = process.argv.find((a) => a.startsWith('--baseline-dir='))?.slice('--baseline-dir='.length) ?? process.env.BENCH_BASELINE_DIR ?? baselineBuild(baselineCommit);
       results.push(await runVariant(variant, `proxy at ${baselineCommit}${baselineCommit === 'ab10517' ? ' (before issue 15)' : ''}`, root, seconds, wallets));
     } else if (variant === 'proxy') results.push(await runVariant(variant, 'proxy (this checkout)', undefined, seconds, wallets));
+    else if (variant === 'revalidation') results.push(await runVariant(variant, 'proxy (this checkout), principal activity off: revalidation alone', undefined, seconds, wallets));
     else if (variant === 'url-cache') results.push(await runVariant(variant, 'wrong on purpose: caching by URL for 30 s', undefined, seconds, wallets));
     else results.push(await runVariant(variant, 'direct to the upstream', undefined, seconds, wallets));
   }
