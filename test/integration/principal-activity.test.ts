@@ -18,12 +18,14 @@ const senderKey = randomPrivateKey();
 const SENDER = privateKeyToAddress(senderKey, 'testnet');
 const [ALICE, BOB, CAROL, DAVE] = Array.from({ length: 4 }, () => privateKeyToAddress(randomPrivateKey(), 'testnet')) as [string, string, string, string];
 const TOKEN = `${privateKeyToAddress(randomPrivateKey(), 'testnet')}.token`;
+/** Contract names go up to 128 characters (stacks-core's ContractName): longer than 40 must work too. */
+const longContract = (length: number): string => `${privateKeyToAddress(randomPrivateKey(), 'testnet')}.${'long-name-'.repeat(13).slice(0, length)}`;
 
 const NO_SETTLING = { activity: { settleMs: 0 } };
 
 let nonce = 0n;
-async function signedTransfer(): Promise<string> {
-  const tx = await makeSTXTokenTransfer({ recipient: BOB, amount: 1n, senderKey, network: 'testnet', fee: 200n, nonce: nonce++ });
+async function signedTransfer(recipient = BOB): Promise<string> {
+  const tx = await makeSTXTokenTransfer({ recipient, amount: 1n, senderKey, network: 'testnet', fee: 200n, nonce: nonce++ });
   return tx.serialize();
 }
 
@@ -97,7 +99,7 @@ describe('broadcast-aware invalidation (one instance)', () => {
     expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).not.toBe('HIT');
   });
 
-  it('a broadcast the upstream rejects changes nothing; one it accepts but the proxy cannot decode changes the whole mempool', async () => {
+  it("a broadcast the upstream rejects changes nothing; one it accepts but the proxy cannot decode changes every principal's entries and the whole mempool", async () => {
     const missingTx = `/extended/v1/tx/0x${'cd'.repeat(32)}`;
     await fetchRaw(proxy.url + balancePath(SENDER));
     await fetchRaw(proxy.url + missingTx);
@@ -114,7 +116,10 @@ describe('broadcast-aware invalidation (one instance)', () => {
     }
     expect(await metricValue(proxy, 'stacks_proxy_broadcasts_observed_total', { outcome: 'undecodable' })).toBe(1);
     expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).not.toBe('HIT');
-    // Its sender is unknown: principal entries are not touched by a mempool change alone.
+    // Its sender is unknown: it could be anyone, so no principal's entry is served as it was.
+    const asked = upstream.count(/\/stx$/);
+    expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).not.toBe('HIT');
+    expect(upstream.count(/\/stx$/)).toBe(asked + 1);
     expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
   });
 
@@ -171,6 +176,36 @@ describe('broadcast-aware invalidation across instances sharing Redis', () => {
     // A does not apply its own announcement a second time.
     expect(a.activityAnnouncements?.received).toBe(0);
   });
+
+  it("a broadcast to a contract principal with a 45-character name through A makes B stop serving the sender's old balance", async () => {
+    await fetchRaw(b.url + balancePath(SENDER));
+    expect((await fetchRaw(b.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
+    const pendingBefore = JSON.parse((await fetchRaw(b.url + balancePath(SENDER))).body.toString()).pending_txs as number;
+    const heard = b.activityAnnouncements?.received ?? 0;
+
+    expect((await broadcast(a, JSON.stringify({ tx: await signedTransfer(longContract(45)) }))).status).toBe(200);
+    await waitFor(async () => (b.activityAnnouncements?.received ?? 0) > heard, { timeoutMs: 5_000, what: 'B to hear of the broadcast' });
+
+    const after = await fetchRaw(b.url + balancePath(SENDER));
+    expect(after.headers.get('x-cache')).not.toBe('HIT');
+    expect(JSON.parse(after.body.toString()).pending_txs).toBe(pendingBefore + 1);
+  });
+
+  it("an accepted broadcast A cannot decode makes B stop serving every principal's entries (the sender is unknown)", async () => {
+    await fetchRaw(b.url + balancePath(CAROL));
+    expect((await fetchRaw(b.url + balancePath(CAROL))).headers.get('x-cache')).toBe('HIT');
+    const heard = b.activityAnnouncements?.received ?? 0;
+    upstream.acceptUndecodable = true;
+    try {
+      expect((await broadcast(a, JSON.stringify({ tx: 'beef' }))).status).toBe(200);
+    } finally {
+      upstream.acceptUndecodable = false;
+    }
+    await waitFor(async () => (b.activityAnnouncements?.received ?? 0) > heard, { timeoutMs: 5_000, what: 'B to hear of the broadcast' });
+    const asked = upstream.count(/\/stx$/);
+    expect((await fetchRaw(b.url + balancePath(CAROL))).headers.get('x-cache')).not.toBe('HIT');
+    expect(upstream.count(/\/stx$/)).toBe(asked + 1);
+  });
 });
 
 describe('block learning', () => {
@@ -226,6 +261,17 @@ describe('block learning', () => {
     const dave = await read(DAVE);
     expect(dave.asked).toBe(true);
     expect(dave.confirmed).toBe(1);
+  });
+
+  it('refetches an entry about a contract principal with a 50-character name a block touched', async () => {
+    const contract = longContract(50);
+    expect((await read(contract)).cache).toBe('MISS');
+    expect((await read(contract)).cache).toBe('HIT');
+    upstream.mine([upstream.contractCallCrediting(CAROL, contract, DAVE)]);
+    await followTip(proxy);
+    const after = await read(contract);
+    expect(after.asked).toBe(true);
+    expect(after.confirmed).toBe(1);
   });
 
   it('refetches after a burn block (PoX unlocks change balances without a transaction)', async () => {
