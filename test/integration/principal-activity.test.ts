@@ -32,6 +32,13 @@ async function signedTransfer(recipient = BOB): Promise<string> {
 const broadcast = (proxy: ProxyServer, body: string | Buffer, contentType = 'application/json') =>
   fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : new Uint8Array(body) });
 
+/** A sender of its own: nothing cached about it yet. */
+async function freshSender(): Promise<{ address: string; transfer: () => Promise<string> }> {
+  const key = randomPrivateKey();
+  return { address: privateKeyToAddress(key, 'testnet'), transfer: async () => (await makeSTXTokenTransfer({ recipient: BOB, amount: 1n, senderKey: key, network: 'testnet', fee: 200n, nonce: 0n })).serialize() };
+}
+const pendingOf = (answer: { body: Buffer }): number => JSON.parse(answer.body.toString()).pending_txs as number;
+
 const balancePath = (principal: string) => `/extended/v1/address/${principal}/stx`;
 const historyPath = (principal: string) => `/extended/v1/address/${principal}/transactions`;
 
@@ -75,6 +82,42 @@ describe('broadcast-aware invalidation (one instance)', () => {
     expect(after.headers.get('x-cache')).not.toBe('HIT');
     expect(JSON.parse(after.body.toString()).pending_txs).toBe(1);
     expect(await metricValue(proxy, 'stacks_proxy_broadcasts_observed_total', { outcome: 'decoded' })).toBe(1);
+  });
+
+  describe('a read after the broadcast never shares a fetch sent before it', () => {
+    it('a read that starts after the broadcast, while a fetch from before it is in flight, gets the answer from after it', async () => {
+      const sender = await freshSender();
+      const held = upstream.holdNext(new RegExp(`/address/${sender.address}/stx$`));
+      const readA = fetchRaw(proxy.url + balancePath(sender.address));
+      await held.arrived;
+      expect((await broadcast(proxy, JSON.stringify({ tx: await sender.transfer() }))).status).toBe(200);
+      const readB = fetchRaw(proxy.url + balancePath(sender.address));
+      const joined = () => metricValue(proxy, 'stacks_proxy_singleflight_joined_total');
+      const joinedBefore = await joined();
+      const askedBefore = upstream.count(new RegExp(`/address/${sender.address}/stx$`));
+      // B is under way once it either joined A's flight or asked the upstream itself.
+      await waitFor(async () => (await joined()) > joinedBefore || upstream.count(new RegExp(`/address/${sender.address}/stx$`)) > askedBefore, { timeoutMs: 5_000, what: 'read B to start' });
+      held.release();
+      expect(pendingOf(await readA)).toBe(0); // asked before the broadcast: the answer of then
+      expect(pendingOf(await readB)).toBe(1); // the upstream's answer at B's moment
+    });
+
+    it('a read that joined before the broadcast and is answered after it asks once more instead of taking the old answer', async () => {
+      const sender = await freshSender();
+      const path = new RegExp(`/address/${sender.address}/stx$`);
+      const held = upstream.holdNext(path);
+      const joined = () => metricValue(proxy, 'stacks_proxy_singleflight_joined_total');
+      const joinedBefore = await joined();
+      const readA = fetchRaw(proxy.url + balancePath(sender.address));
+      await held.arrived;
+      const readB = fetchRaw(proxy.url + balancePath(sender.address));
+      await waitFor(async () => (await joined()) > joinedBefore, { timeoutMs: 5_000, what: 'read B to join the flight' });
+      expect((await broadcast(proxy, JSON.stringify({ tx: await sender.transfer() }))).status).toBe(200);
+      held.release();
+      expect(pendingOf(await readA)).toBe(0);
+      expect(pendingOf(await readB)).toBe(1);
+      expect(upstream.count(path)).toBe(2); // bounded: one extra fetch
+    });
   });
 
   it('a broadcast sent as raw octet-stream bytes is decoded as well', async () => {
@@ -175,6 +218,20 @@ describe('broadcast-aware invalidation across instances sharing Redis', () => {
     expect(await metricValue(b, 'stacks_proxy_activity_announcements_total', { direction: 'received' })).toBe(1);
     // A does not apply its own announcement a second time.
     expect(a.activityAnnouncements?.received).toBe(0);
+  });
+
+  it("a read on B after a broadcast through B does not take A's answer from a fetch A sent before it (shared single-flight)", async () => {
+    const sender = await freshSender();
+    const path = new RegExp(`/address/${sender.address}/stx$`);
+    const held = upstream.holdNext(path);
+    const readA = fetchRaw(a.url + balancePath(sender.address)); // A holds the shared lock while it fetches
+    await held.arrived;
+    expect((await broadcast(b, JSON.stringify({ tx: await sender.transfer() }))).status).toBe(200);
+    // Whether B waits on A's lock or comes after A's entry landed, it meets A's answer in Redis.
+    const readB = fetchRaw(b.url + balancePath(sender.address));
+    held.release();
+    expect(pendingOf(await readA)).toBe(0);
+    expect(pendingOf(await readB)).toBe(1);
   });
 
   it("a broadcast to a contract principal with a 45-character name through A makes B stop serving the sender's old balance", async () => {
