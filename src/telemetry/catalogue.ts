@@ -168,6 +168,10 @@ export const METRICS = {
     'POST /v2/transactions forwarded by the passthrough, by outcome: decoded (accepted, its principals marked changed), undecodable (accepted or unanswered, the whole mempool marked changed), rejected (the upstream refused it: nothing changed).',
     ['outcome'],
   ),
+  broadcastCapturesOverBudget: counter(
+    'stacks_proxy_broadcast_captures_over_budget_total',
+    'POST /v2/transactions bodies streamed on uncaptured because the process-wide capture budget (activity.broadcastCaptureBudgetBytes) was spent: decoded as undecodable (every principal counts as changed).',
+  ),
   activityAnnouncements: counter(
     'stacks_proxy_activity_announcements_total',
     'Broadcast touches announced over Redis to the other instances (sent) and received from them and applied here (received).',

@@ -255,6 +255,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
     if (outcome === 'undecodable') this.logger.debug({ note }, 'broadcast not decoded: the whole mempool counts as changed');
   }
 
+  broadcastCaptureOverBudget(): void {
+    this.m.broadcastCapturesOverBudget.inc();
+  }
+
   activityAnnounced(direction: 'sent' | 'received'): void {
     this.m.activityAnnouncements.labels({ direction }).inc();
   }

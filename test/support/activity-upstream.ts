@@ -61,6 +61,10 @@ export class ActivityUpstream {
   acceptUndecodable = false;
   /** The body of the last POST /v2/transactions, as received. */
   lastBroadcast: Buffer | undefined;
+  /** Every POST /v2/transactions body received in full, in order. */
+  readonly broadcasts: Buffer[] = [];
+  /** Bytes of POST /v2/transactions bodies received so far, counted as they stream in (ended or not). */
+  broadcastBytesSoFar = 0;
   /** Held answers (holdNext): the url they match, and what releases them. */
   private readonly holds: { match: RegExp; arrived: () => void; released: Promise<void> }[] = [];
 
@@ -170,7 +174,8 @@ export class ActivityUpstream {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
     this.requests.push({ method: req.method ?? 'GET', url });
-    const body = await readBody(req);
+    const streaming = req.method === 'POST' && url.startsWith('/v2/transactions');
+    const body = await readBody(req, streaming ? (bytes) => (this.broadcastBytesSoFar += bytes) : undefined);
     const [path = '', query = ''] = url.split('?');
     const holding = this.holds.findIndex((h) => h.match.test(url));
     const hold = holding < 0 ? undefined : this.holds.splice(holding, 1)[0];
@@ -193,6 +198,7 @@ export class ActivityUpstream {
     if (this.failing?.test(url)) return json(500, { error: 'failing on purpose' });
     if (req.method === 'POST' && path === '/v2/transactions') {
       this.lastBroadcast = body;
+      this.broadcasts.push(body);
       const principals = broadcastPrincipals(body, req.headers['content-type']);
       if (!principals && this.acceptUndecodable) return json(200, sha(body.toString('hex')));
       if (!principals) return json(400, { error: 'transaction rejected', reason: 'Deserialization' });
@@ -271,10 +277,13 @@ function touched(tx: LearnTx): string[] {
   return principals;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
+function readBody(req: IncomingMessage, onBytes?: (bytes: number) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      onBytes?.(chunk.length);
+    });
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
