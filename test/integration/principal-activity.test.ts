@@ -166,7 +166,7 @@ describe('broadcast-aware invalidation (one instance)', () => {
     expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
   });
 
-  it('a body larger than the node takes is forwarded whole but not decoded: the whole mempool counts as changed', async () => {
+  it('a body larger than the node takes is forwarded whole but not decoded: every principal and the whole mempool count as changed', async () => {
     const missingTx = `/extended/v1/tx/0x${'12'.repeat(32)}`;
     await fetchRaw(proxy.url + missingTx);
     expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).toBe('HIT');
