@@ -40,6 +40,7 @@ const PURE = [
   'src/cache/json-object-scan.ts',
   'src/cache/redis-url.ts',
   'src/cache/purge.ts',
+  'src/cache/key-subjects.ts',
   'src/http/admin/purge-request.ts',
   'src/http/admin/cache-stats.ts',
   'src/chain/view.ts',

@@ -50,16 +50,19 @@ export class ActivityAnnouncements {
   ) {}
 
   /**
-   * Tells the peers; a failure is counted and logged, never thrown (the local registry has it).
+   * Tells the peers; settles once Redis took every message (it has then written them to every
+   * subscriber). A failure is counted and logged, never thrown (the local registry has it).
    * `principals` come origin (and sponsor) first (broadcast-principals.ts): the first message
    * carries them, the rest follow in messages of at most MAX_PRINCIPALS_PER_MESSAGE.
    */
-  announce(principals: readonly string[] | null): void {
+  announce(principals: readonly string[] | null): Promise<void> {
+    const sent: Promise<void>[] = [];
     for (const chunk of principals === null ? [null] : chunks(principals, MAX_PRINCIPALS_PER_MESSAGE)) {
       const message: Announcement = { from: this.id, principals: chunk };
       this.deps.telemetry.activityAnnounced('sent');
-      this.deps.publish(activityChannelName(this.deps.keyPrefix), JSON.stringify(message)).catch((error: unknown) => this.deps.telemetry.storeError('redis', 'publish', error));
+      sent.push(this.deps.publish(activityChannelName(this.deps.keyPrefix), JSON.stringify(message)).catch((error: unknown) => this.deps.telemetry.storeError('redis', 'publish', error)));
     }
+    return Promise.all(sent).then(() => undefined);
   }
 
   /** A message from the channel: a peer's broadcast, applied to this registry. Anything malformed is ignored (counted). */

@@ -4,9 +4,13 @@
  * question about the key alone. A selector is plain JSON, so one instance can publish it and
  * every instance that shares the Redis applies the same predicate to its memory tier. Each
  * matcher also says how to find its keys in Redis: exactly (deleted as they are), or as SCAN
- * MATCH patterns that cover them (a superset: the predicate decides what is deleted).
+ * MATCH patterns that cover them (a superset: the predicate decides what is deleted). Surface
+ * keys (route families) are found by the subjects their key names (key-subjects.ts), exactly.
  */
+import type { RouteId } from '../routes/route-spec.js';
+import { ROUTE_BY_ID } from '../routes/route-table.js';
 import { KEY_SCHEMA_VERSION } from './key.js';
+import { normalBlockRef, normalPrincipal, normalTx, segmentNames, subjectItem, type Subject } from './key-subjects.js';
 
 export type PurgeSelector =
   /** Exact keys (a purge by URL: the keys that request is cached under). */
@@ -20,9 +24,9 @@ export type PurgeSelector =
   | { kind: 'all' };
 
 export interface PurgeMatcher {
-  /** When the selector names its keys exactly: they are deleted as they are, without a SCAN. */
+  /** Keys the selector names exactly: deleted as they are, without a SCAN. */
   keys?: string[];
-  /** Otherwise, Redis SCAN MATCH patterns whose union covers every matching key. */
+  /** Redis SCAN MATCH patterns whose union covers every other matching key (none: no SCAN). */
   patterns: string[];
   matches(key: string): boolean;
 }
@@ -72,6 +76,33 @@ const KEY_NAMES_OF_ROUTE: Record<string, string[]> = {
   tx_multiple: ['tx_multiple', 'tx', 'tx_list_member'],
 };
 
+/**
+ * A surface key (surface/plan.ts surfaceKey): `s:<family>:<method>:<tip>:<subjects>:<request>`
+ * after the base; none of the parts before the request holds a `:`.
+ */
+function surfaceParts(base: string, key: string): { family: string; subjects: string } | undefined {
+  if (!key.startsWith(`${base}s:`)) return undefined;
+  const parts = key.slice(base.length + 2).split(':', 5);
+  if (parts.length < 5) return undefined;
+  return { family: parts[0] as string, subjects: parts[3] as string };
+}
+
+/**
+ * Surface entries about any of `subjects`: SCAN patterns (one per subject, a superset: the item
+ * might appear in a URL too) and the exact test on the key's subject segment.
+ */
+function surfaceAbout(base: string, glob: string, subjects: readonly Subject[]): { patterns: string[]; matches: (key: string) => boolean } {
+  return {
+    patterns: subjects.map((subject) => `${glob}s:*${escapeGlob(subjectItem(subject))}*`),
+    matches: (key) => {
+      const parts = surfaceParts(base, key);
+      return parts !== undefined && subjects.some((subject) => segmentNames(parts.subjects, subject));
+    },
+  };
+}
+
+const defined = <T>(value: T | undefined): value is T => value !== undefined;
+
 // Routes whose canonical path names a principal: /extended/v1/address/<p>/..., v2 addresses, contract events.
 const ADDRESS_V1_ROUTES = new Set(['address_stx_balance', 'address_balances', 'address_transactions', 'tx_with_transfers']);
 
@@ -86,6 +117,14 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
       return { keys: [...keys], patterns: [], matches: (key) => keys.has(key) };
     }
     case 'route': {
+      // Anything but one of the 13 routes' ids is a surface family id (purge-request.ts takes either; they never coincide): `s:<family>:…`.
+      if (!ROUTE_BY_ID.has(selector.route as RouteId)) {
+        const family = selector.route;
+        return {
+          patterns: [`${glob}s:${escapeGlob(family)}:*`],
+          matches: (key) => !key.endsWith(':lock') && surfaceParts(base, key)?.family === family,
+        };
+      }
       const names = KEY_NAMES_OF_ROUTE[selector.route] ?? [selector.route];
       return {
         patterns: names.map((name) => `${glob}${escapeGlob(name)}:*`),
@@ -98,8 +137,10 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
     case 'tx': {
       const id = selector.txId;
       const g = escapeGlob(id);
+      const surface = surfaceAbout(base, glob, [normalTx(id)].filter(defined).map((value) => ({ kind: 't' as const, value })));
       return {
         patterns: [
+          ...surface.patterns,
           `${glob}tx:${g}*`,
           `${glob}tx_list_member:${g}*`,
           `${glob}tx_with_transfers:*/${g}/with_transfers`,
@@ -110,6 +151,7 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
         matches: (key) => {
           const parts = splitKey(base, key);
           if (!parts || key.endsWith(':lock')) return false;
+          if (parts.id === 's') return surface.matches(key);
           switch (parts.id) {
             case 'tx':
             case 'tx_list_member':
@@ -130,8 +172,10 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
       const p = selector.principal;
       const g = escapeGlob(p);
       const v1 = `/extended/v1/address/${p}/`;
+      const surface = surfaceAbout(base, glob, [normalPrincipal(p)].filter(defined).map((value) => ({ kind: 'p' as const, value })));
       return {
         patterns: [
+          ...surface.patterns,
           ...[...ADDRESS_V1_ROUTES].map((id) => `${glob}${id}:/extended/v1/address/${g}/*`),
           `${glob}address_transactions_v2:/extended/v2/addresses/${g}/transactions*`,
           `${glob}contract_events:/extended/v1/contract/${g}/events*`,
@@ -140,6 +184,7 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
         matches: (key) => {
           const parts = splitKey(base, key);
           if (!parts || key.endsWith(':lock')) return false;
+          if (parts.id === 's') return surface.matches(key);
           const path = pathOf(parts.rest);
           if (ADDRESS_V1_ROUTES.has(parts.id)) return path.startsWith(v1);
           if (parts.id === 'address_transactions_v2') return path === `/extended/v2/addresses/${p}/transactions`;
@@ -153,7 +198,10 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
       const blockPaths = new Set(selector.refs.map((ref) => `/extended/v2/blocks/${ref}`));
       const burnPaths = new Set(selector.burnHeights.map((h) => `/extended/v1/block/by_burn_block_height/${h}`));
       const keys = new Set([...[...blockPaths].map((path) => `${base}block:${path}`), ...[...burnPaths].map((path) => `${base}block_by_burn_height:${path}`)]);
-      return { keys: [...keys], patterns: [], matches: (key) => keys.has(key) };
+      // The 13 routes' block entries are exact keys; the surface's (block transactions, signer signatures, v1 lookups) are found by their subject.
+      const refs = [...new Set(selector.refs.map(normalBlockRef).filter(defined))];
+      const surface = surfaceAbout(base, glob, refs.map((value) => ({ kind: 'b' as const, value })));
+      return { keys: [...keys], patterns: surface.patterns, matches: (key) => keys.has(key) || (!key.endsWith(':lock') && surface.matches(key)) };
     }
   }
 }

@@ -174,7 +174,7 @@ export class RedisStore implements CacheStore, SharedLock {
     if (target.keys) {
       // A Cluster client routes each key to its slot; a standalone one is the node itself.
       for (const key of target.keys) deleted += await this.timed('unlink', () => this.client.unlink(key));
-      return deleted;
+      if (target.patterns.length === 0) return deleted;
     }
     for (const node of nodes) {
       for (const pattern of target.patterns) {

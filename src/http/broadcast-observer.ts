@@ -15,8 +15,11 @@ import type { Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { BroadcastSink } from './passthrough.js';
 
-/** A touch to tell the other instances of: principals, or null for "a broadcast whose principals are unknown: every one changed". */
-export type AnnounceTouch = (principals: readonly string[] | null) => void;
+/**
+ * A touch to tell the other instances of: principals, or null for "a broadcast whose principals
+ * are unknown: every one changed". Settles once told (or failing to), never rejects.
+ */
+export type AnnounceTouch = (principals: readonly string[] | null) => Promise<void>;
 
 export function createBroadcastObserver(deps: { activity: PrincipalActivity; clock: Clock; telemetry: Telemetry; announce?: AnnounceTouch }): BroadcastSink {
   return {
@@ -31,7 +34,9 @@ export function createBroadcastObserver(deps: { activity: PrincipalActivity; clo
       if (principals) deps.activity.recordBroadcast(principals, at);
       else deps.activity.recordUnknownBroadcast(at);
       deps.telemetry.broadcastObserved(principals ? 'decoded' : 'undecodable', status === undefined ? 'no answer from the upstream' : undefined);
-      deps.announce?.(principals ?? null);
+      // The client's answer waits for the announcement (bounded, passthrough-forward.ts): a wallet
+      // that reads its nonce through another instance right after then finds that instance told.
+      return deps.announce?.(principals ?? null);
     },
   };
 }

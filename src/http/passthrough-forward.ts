@@ -42,9 +42,34 @@ export type ForwardHttp = (
   origin: string,
   headers: Record<string, string>,
   answerHeaders: readonly string[],
-  /** Told the upstream's status once its answer's head arrives (before the client sees it), or undefined when none came. */
-  onAnswer?: (status: number | undefined) => void,
+  /**
+   * Told the upstream's status once its answer's head arrives (before the client sees it), or
+   * undefined when none came. A promise it returns holds the answer back until it settles, at most
+   * ANSWER_HOLD_MS (an accepted broadcast's announcement to the other instances: see passthrough.ts).
+   */
+  onAnswer?: (status: number | undefined) => void | Promise<void>,
 ) => void;
+
+/** The longest an answer is held for its onAnswer's promise (a Redis publish: well under a millisecond when Redis is up). */
+export const ANSWER_HOLD_MS = 250;
+
+/** Settles when `pending` does, or after `ms`, whichever comes first; never rejects. */
+function settledWithin(pending: Promise<void>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    pending.then(
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+    );
+  });
+}
 
 export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
   return (req, res, origin, headers, answerHeaders, onAnswer) => {
@@ -91,8 +116,18 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
         signal: deadline.signal,
       })
       .then((answer) => {
-        onAnswer?.(answer.status);
+        const held = onAnswer?.(answer.status);
         onAnswer = undefined;
+        if (held) void settledWithin(held, ANSWER_HOLD_MS).then(() => relay(answer));
+        else relay(answer);
+      }, fail);
+
+    function relay(answer: Awaited<ReturnType<typeof options.client.send>>): void {
+        // The client may have gone while the answer was held.
+        if (res.destroyed) {
+          answer.body.destroy();
+          return;
+        }
         if (!req.complete) res.shouldKeepAlive = false;
         const outgoing = clientResponseHeaders(answer.headers, res.shouldKeepAlive, [...answerHeaders, 'x-cache', 'BYPASS']);
         try {
@@ -118,7 +153,7 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
           deadline.cancel();
           res.end();
         });
-      }, fail);
+    }
   };
 }
 

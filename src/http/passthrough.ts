@@ -55,7 +55,8 @@ export interface PassthroughOptions {
 
 /** Where an observed broadcast goes: the body the client sent (undefined: over the bound or cut short) and the upstream's status. */
 export interface BroadcastSink {
-  observe(body: Buffer | undefined, contentType: string | undefined, status: number | undefined): void;
+  /** A promise returned holds the client's answer back until it settles (bounded): the other instances are told first. */
+  observe(body: Buffer | undefined, contentType: string | undefined, status: number | undefined): void | Promise<void>;
 }
 
 /** The path broadcasts are sent to (stacks-core RPC, proxied by the upstream's API). */
@@ -159,9 +160,7 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
       }
       // Only broadcasts are observed: every other request goes on exactly as before.
       let captured: Buffer | undefined;
-      forwardHttp(req, res, origin, headers, answerHeaders, (status) => {
-        sink.observe(req.complete ? captured : undefined, req.headers['content-type'], status);
-      });
+      forwardHttp(req, res, origin, headers, answerHeaders, (status) => sink.observe(req.complete ? captured : undefined, req.headers['content-type'], status));
       captureBody(
         req,
         MAX_BROADCAST_BODY_BYTES,

@@ -64,6 +64,8 @@ export function rawTxMatches(json: unknown, txId: string): boolean {
 /** What the body says about the class, before any evidence (undefined: pass on, unstored). */
 function classifyOk(facts: SurfaceFacts, json: unknown, chain: ChainView): Judgement | undefined {
   const { family, params } = facts;
+  // A body the mempool can change is never held past the mempool class, whatever its key's kind.
+  const cls: FreshnessClass = family.mempoolDependent ? 'mempool' : 'tip';
   switch (family.change) {
     case 'never':
       return undefined;
@@ -83,10 +85,24 @@ function classifyOk(facts: SurfaceFacts, json: unknown, chain: ChainView): Judge
         // Bytes that are not the transaction asked for are passed on as the upstream sent them, never stored.
         return rawTxMatches(json, params.tx_id ?? '') ? { cls: 'final', height: 0 } : undefined;
       }
-      return { cls: 'tip' };
+      return { cls };
     default:
-      return { cls: 'tip' };
+      return { cls };
   }
+}
+
+/**
+ * Whether a pinned read's body is the chain's answer, which a final block fixes for good, and not
+ * the node's own failure to compute it: a read-only call answered `{"okay":false,"cause":...}`
+ * (a runtime cost limit, which is the node's `read_only_call_limit` setting, or another node-side
+ * error) may be answered `okay:true` by another node or after a configuration change. A map entry
+ * or data var answer carries its value as `data`. Anything else is not made final by the block.
+ */
+function isChainAnswer(facts: SurfaceFacts, json: unknown): boolean {
+  if (facts.family.evidence !== 'pinned_tip') return true;
+  const body = asObject(json);
+  if (!body) return false;
+  return facts.family.id === 'call_read' ? body.okay === true : typeof body.data === 'string';
 }
 
 /** The class an answer is stored under, given its evidence (if any was gathered). */
@@ -137,7 +153,7 @@ export function admitSurface(facts: SurfaceFacts, response: UpstreamResponse, as
   const judged = classifyOk(facts, json, asked.chain);
   if (!judged) return passOn(response);
   if (isContradiction(judged)) return invalid(response, `an answer about another resource: ${judged.contradiction}`);
-  const classification = finalWith(judged, evidence);
+  const classification = finalWith(judged, evidence !== undefined && isChainAnswer(facts, json) ? evidence : undefined);
   const entry = entryOf(facts, response, classification, asked);
   return classification.unverified === undefined ? { kind: 'entry', entry } : { kind: 'entry', entry, unverified: classification.unverified };
 }

@@ -54,6 +54,14 @@ export interface Family {
    * upstream's chain_tip ETag misses burn-block-only changes: read-surface §1.4, #2664.)
    */
   burnKeyed?: boolean;
+  /**
+   * Answers that can change without a new tip because the upstream reads its mempool for them
+   * (search finds a pending transaction): stored as `mempool` class whatever the change class
+   * says of their key, so no answer outlives the mempool TTL, a broadcast, or a mempool change
+   * the watcher saw (policy rules (b) and (d)). ETag kinds `mempool` and `principal_mempool` are
+   * mempool class already.
+   */
+  mempoolDependent?: true;
   /** With this query parameter present the request belongs to another family (v2 balances/stx?include_mempool). */
   variant?: { query: string; family: string };
   /** One line: why this class (the README table's last column). */
@@ -170,7 +178,8 @@ export const FAMILIES: readonly Family[] = [
     method: 'GET',
     routes: ['/extended/v1/stx_supply/', '/extended/v1/stx_supply/total/plain', '/extended/v1/stx_supply/circulating/plain', '/extended/v1/stx_supply/legacy_format'],
     change: 'etag:chain_tip',
-    why: 'supply is computed at the tip: chain_tip ETag',
+    burnKeyed: true,
+    why: 'supply is computed at the tip (locked STX unlock with burn blocks): chain_tip ETag, which misses burn-only changes, so keyed by the burn height too',
   }),
   family({
     id: 'network_block_times',
@@ -255,7 +264,8 @@ export const FAMILIES: readonly Family[] = [
       '/extended/v3/staking/signers/:principal/stakers',
     ],
     change: 'etag:chain_tip',
-    why: 'v3 staking: chain_tip ETag',
+    burnKeyed: true,
+    why: 'v3 staking: chain_tip ETag; stakes and signers turn with PoX cycles, which turn with burn blocks, so keyed by the burn height too',
   }),
   family({
     id: 'principal_history',
@@ -292,7 +302,9 @@ export const FAMILIES: readonly Family[] = [
     change: 'etag:principal',
     principal: { param: 'principal' },
     variant: { query: 'include_mempool', family: 'balances_stx_pending' },
-    why: 'v2 STX balance without include_mempool: the principal ETag',
+    // Upstream v2/addresses.ts: without include_mempool the body holds no mempool field (the
+    // estimated and pending balances are added only with it), so it moves with confirmed state only.
+    why: 'v2 STX balance without include_mempool: confirmed state only (the mempool fields come with include_mempool), the principal ETag',
   }),
   family({
     id: 'balances_stx_pending',
@@ -324,7 +336,8 @@ export const FAMILIES: readonly Family[] = [
     method: 'GET',
     routes: ['/extended/v1/search/:id'],
     change: 'tip',
-    why: 'no ETag (no-store); the answer names whatever the id is at the tip',
+    mempoolDependent: true,
+    why: 'no ETag (no-store); names what the id is at the tip, or a transaction found in the mempool (which any broadcast can change): keyed by the tip, mempool class',
   }),
   family({
     id: 'burnchain_rewards',

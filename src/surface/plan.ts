@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { KEY_SCHEMA_VERSION } from '../cache/key.js';
+import { NO_SUBJECTS, subjectOf, subjectsSegment, type Subject, type SubjectKind } from '../cache/key-subjects.js';
 import { createPathMatcher, type PathMatch } from '../routes/route-matcher.js';
 import { UPSTREAM_GET_ROUTES } from '../routes/upstream-routes.js';
 import { FAMILIES, FAMILY_BY_ID, NODE_RPC_GET_ROUTES, type Family } from './families.js';
@@ -105,6 +106,73 @@ export function principalOf(match: SurfaceMatch, query: string): string | undefi
   return values.length === 1 && /^[A-Za-z0-9.\-_]{1,200}$/.test(values[0] as string) ? values[0] : undefined;
 }
 
+/**
+ * Path parameters that name what an entry is about, per family: principals (`p`), transactions
+ * (`t`) and blocks (`b`), for admin purges (cache/key-subjects.ts). Only parameters that name a
+ * Stacks principal, a Stacks transaction or a Stacks block: a Bitcoin address or a tenure height
+ * is none of these.
+ */
+const SUBJECT_PARAMS: Readonly<Record<string, readonly (readonly [string, SubjectKind])[]>> = {
+  principal_history: [['principal', 'p']],
+  balances_ft: [['principal', 'p']],
+  balances_stx: [['principal', 'p']],
+  balances_stx_pending: [['principal', 'p']],
+  address_nonces: [['principal', 'p']],
+  address_mempool: [['principal', 'p']],
+  v2_accounts: [['principal', 'p']],
+  staking: [['principal', 'p']],
+  transaction_detail: [
+    ['address', 'p'],
+    ['principal', 'p'],
+    ['tx_id', 't'],
+  ],
+  tx_raw: [['tx_id', 't']],
+  pox_events: [
+    ['principal', 'p'],
+    ['pool_principal', 'p'],
+    ['tx_id', 't'],
+  ],
+  contract_info: [['contract_id', 'p']],
+  smart_contracts: [['contract_id', 'p']],
+  blocks: [
+    ['height', 'b'],
+    ['hash', 'b'],
+  ],
+  block_detail: [['height_or_hash', 'b']],
+  block_transactions: [['height_or_hash', 'b']],
+  tx_lists: [
+    ['block_hash', 'b'],
+    ['height', 'b'],
+  ],
+};
+
+/** Families whose path names a contract as `{contract_address}/{contract_name}` (node RPC). */
+const CONTRACT_PATH_FAMILIES = new Set(['contract_interface', 'contract_source', 'constant_val', 'data_var', 'call_read', 'map_entry']);
+
+/**
+ * What an entry of this request is about, as its key's subject segment: the principals,
+ * transaction and block its path (or its `?address=` / `?principal=`) names, normalised.
+ */
+export function subjectsOf(match: SurfaceMatch, query: string): string {
+  const { family, params } = match;
+  const subjects: Subject[] = [];
+  const add = (kind: SubjectKind, raw: string | undefined) => {
+    const subject = raw === undefined ? undefined : subjectOf(kind, raw);
+    if (subject) subjects.push(subject);
+  };
+  for (const [param, kind] of SUBJECT_PARAMS[family.id] ?? []) add(kind, params[param]);
+  if (family.principal && 'query' in family.principal) {
+    const values = queryValues(query, family.principal.query);
+    // One value only: with two, which one the upstream reads is its business; the entry is about neither for sure.
+    if (values.length === 1) add('p', values[0]);
+  }
+  if (CONTRACT_PATH_FAMILIES.has(family.id) && params.contract_address !== undefined && params.contract_name !== undefined) {
+    add('p', `${params.contract_address}.${params.contract_name}`);
+  }
+  if (family.id === 'bns' && params.blockchain === 'stacks') add('p', params.address);
+  return subjects.length === 0 ? NO_SUBJECTS : subjectsSegment(subjects);
+}
+
 /** The chain position a tip-keyed key carries. */
 export interface KeyTip {
   hash: string;
@@ -136,11 +204,15 @@ export interface KeyParts {
   canonicalBody?: string;
   /** For tip-keyed requests. */
   tip?: KeyTip;
+  /** What the entry is about (subjectsOf); absent: nothing. */
+  subjects?: string;
 }
 
 /**
- * `<prefix>:v<schema>:s:<family>:<method>:<tip>:<request>`, where `<tip>` is `-`, the tip's
- * index block hash, or either followed by `@<burn height>` (burn-keyed families), and `<request>` is the URL, then `#` and the
+ * `<prefix>:v<schema>:s:<family>:<method>:<tip>:<subjects>:<request>`, where `<tip>` is `-`, the tip's
+ * index block hash, or either followed by `@<burn height>` (burn-keyed families), `<subjects>` is
+ * what the entry is about (`-` or `,p=…,t=…,b=…,`: cache/key-subjects.ts, for purges; a function
+ * of the family and the URL, so it never splits or joins two requests' keys), and `<request>` is the URL, then `#` and the
  * canonical body for a POST (no URL holds a `#`: request-target.ts refuses one), or `~` and the
  * SHA-256 of that text (base64url) when it is longer than MAX_KEY_REQUEST_CHARS (no URL starts
  * with `~`). Every part before `<request>` is free of `:` after the prefix, so parts never run
@@ -151,5 +223,5 @@ export function surfaceKey(parts: KeyParts): string {
   const tipPart = tip === undefined ? '-' : tip.burnHeight === undefined ? tip.hash : `${tip.hash}@${tip.burnHeight}`;
   let request = parts.canonicalBody === undefined ? parts.url : `${parts.url}#${parts.canonicalBody}`;
   if (request.length > MAX_KEY_REQUEST_CHARS) request = `~${createHash('sha256').update(request, 'utf8').digest('base64url')}`;
-  return `${parts.prefix}:v${KEY_SCHEMA_VERSION}:s:${parts.family.id}:${parts.method}:${tipPart.replace(/:/g, '')}:${request}`;
+  return `${parts.prefix}:v${KEY_SCHEMA_VERSION}:s:${parts.family.id}:${parts.method}:${tipPart.replace(/:/g, '')}:${parts.subjects ?? NO_SUBJECTS}:${request}`;
 }

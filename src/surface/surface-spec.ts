@@ -11,7 +11,7 @@ import { passOn } from '../cache/admit.js';
 import type { ReadSpec, UpstreamAsk } from '../cache/read-spec.js';
 import { admitSurface, confirmSurface, normalTxId, wantsEvidence, type FinalEvidence, type SurfaceFacts } from './admit-surface.js';
 import type { Family } from './families.js';
-import { isTipKeyed, pinnedTip, principalOf, surfaceKey, withoutProof, type SurfaceMatch } from './plan.js';
+import { isTipKeyed, pinnedTip, principalOf, subjectsOf, surfaceKey, withoutProof, type SurfaceMatch } from './plan.js';
 
 /** Where evidence for a final answer comes from (evidence.ts); undefined: none (yet). */
 export interface SurfaceEvidence {
@@ -29,13 +29,15 @@ export interface SurfacePlan {
   url: string;
   query: string;
   tipKeyed: boolean;
+  /** The key's subject segment: what its entries are about (for purges). */
+  subjects: string;
 }
 
 export function planOf(match: SurfaceMatch, url: string, query: string): SurfacePlan {
   const { family, params } = match;
   const principal = principalOf(match, query);
   const facts: SurfaceFacts = { family, params, finalizable: isFinalizable(family, query), ...(principal === undefined ? {} : { principal }) };
-  return { family, facts, url, query, tipKeyed: isTipKeyed(family, query) };
+  return { family, facts, url, query, tipKeyed: isTipKeyed(family, query), subjects: subjectsOf(match, query) };
 }
 
 /**
@@ -79,7 +81,7 @@ export function surfaceSpec(input: SpecInput): ReadSpec | undefined {
   // A body with no canonical form is keyed by its bytes (joined only by identical bytes) and never stored.
   const storable = body === undefined || body.canonical !== undefined;
   const canonicalBody = body === undefined ? undefined : (body.canonical ?? `!${createHash('sha256').update(body.bytes).digest('base64url')}`);
-  const key = surfaceKey({ prefix: input.keyPrefix, method: input.method, family, url: plan.url, canonicalBody, tip });
+  const key = surfaceKey({ prefix: input.keyPrefix, method: input.method, family, url: plan.url, canonicalBody, tip, subjects: plan.subjects });
   const ask: UpstreamAsk =
     body === undefined ? { method: input.method, path: plan.url } : { method: input.method, path: plan.url, body: body.bytes, headers: { 'content-type': body.contentType } };
   return {

@@ -39,7 +39,8 @@ describe('/v2/accounts across blocks (block learning)', () => {
     defer(() => upstream.close());
     const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
     defer(() => proxy.close());
-    const [watched, other] = upstream.cast.wallets as [{ address: string }, { address: string }];
+    const watched = upstream.cast.wallets[0]!;
+    const other = upstream.cast.wallets[1]!;
     const path = `/v2/accounts/${watched.address}?proof=0`;
     const read = async () => {
       const response = await fetch(proxy.url + path);

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { escapeGlob, purgeMatcher, type PurgeSelector } from '../../src/cache/purge.js';
 import { bearerTokenCheck } from '../../src/http/admin/admin-token.js';
 import { parsePurgeRequest } from '../../src/http/admin/purge-request.js';
+import { matchSurface, subjectsOf, surfaceKey } from '../../src/surface/plan.js';
 
 const TX = `0x${'ab'.repeat(32)}`;
 const OTHER_TX = `0x${'cd'.repeat(32)}`;
@@ -76,9 +77,9 @@ describe('purge predicates', () => {
     expect(matched({ kind: 'route', route: 'tx_multiple' })).toEqual(['tx', 'txQuery', 'otherTx', 'txPrefixOfOther', 'listMember', 'wholeList', 'otherList']);
   });
 
-  it('block and keys: exactly the keys named, deleted without a SCAN', () => {
+  it("block and keys: exactly the keys named, deleted without a SCAN (a block's SCAN looks for surface entries only)", () => {
     const block = purgeMatcher('scp', { kind: 'block', refs: ['1', TX], burnHeights: [7] });
-    expect(block.patterns).toEqual([]);
+    expect(block.patterns).toEqual(['scp:v2:s:*,b=1,*', `scp:v2:s:*,b=${TX},*`]);
     expect(block.keys).toEqual([KEYS.block1, KEYS.blockHash, KEYS.burn]);
     expect(matched({ kind: 'block', refs: ['1', TX], burnHeights: [7] })).toEqual(['block1', 'blockHash', 'burn']);
     expect(matched({ kind: 'keys', keys: [KEYS.fees] })).toEqual(['fees']);
@@ -110,6 +111,107 @@ describe('purge predicates', () => {
   });
 });
 
+/** The key the surface keeps a request's entry under (surface/plan.ts), at a tip when given. */
+function surface(method: 'GET' | 'POST', url: string, tip?: string): string {
+  const mark = url.indexOf('?');
+  const [path, query] = mark < 0 ? [url, ''] : [url.slice(0, mark), url.slice(mark + 1)];
+  const match = matchSurface(method, path, query);
+  if (!match) throw new Error(`no family for ${url}`);
+  return surfaceKey({ prefix: 'scp', method, family: match.family, url, subjects: subjectsOf(match, query), tip: tip === undefined ? undefined : { hash: tip } });
+}
+
+const SHORTER = P.slice(0, -1);
+const LONG_QUERY = `limit=50&${'x'.repeat(600)}=1`;
+const SURFACE = {
+  nonces: surface('GET', `/extended/v1/address/${P}/nonces`),
+  noncesV3: surface('GET', `/extended/v3/principals/${P}/nonces`),
+  noncesLowerCase: surface('GET', `/extended/v1/address/${P.toLowerCase()}/nonces`),
+  noncesEscaped: surface('GET', `/extended/v1/address/%53${P.slice(1)}/nonces`),
+  accounts: surface('GET', `/v2/accounts/${P}?proof=0`, '0xt1'),
+  mempoolOfP: surface('GET', `/extended/v1/tx/mempool?address=${P}`),
+  holdings: surface('GET', `/extended/v1/tokens/nft/holdings?principal=${P}&limit=5`),
+  historyLong: surface('GET', `/extended/v1/address/${P}/transactions_with_transfers?${LONG_QUERY}`),
+  balanceChanges: surface('GET', `/extended/v3/principals/${P}/transactions/${TX}/balance-changes`),
+  // A principal that is a prefix of P (SP…A and SP…AB): never P's, and P's never its.
+  shorterNonces: surface('GET', `/extended/v1/address/${SHORTER}/nonces`),
+  mempoolOfShorter: surface('GET', `/extended/v1/tx/mempool?address=${SHORTER}`),
+  mempoolTwoAddresses: surface('GET', `/extended/v1/tx/mempool?address=${P}&address=${SHORTER}`),
+  mempoolAll: surface('GET', '/extended/v1/tx/mempool?limit=20'),
+  contractInterface: surface('GET', `/v2/contracts/interface/${P}/pox-4`),
+  callRead: surface('POST', `/v2/contracts/call-read/${P}/pox-4/get-pox-info`, '0xt1'),
+  contractInfo: surface('GET', `/extended/v1/contract/${CONTRACT}`),
+  contractOfLonger: surface('GET', `/v2/contracts/source/${P}/pox-4x?proof=0`),
+  raw: surface('GET', `/extended/v1/tx/${TX}/raw`),
+  rawWithout0x: surface('GET', `/extended/v1/tx/${TX.slice(2).toUpperCase()}/raw`),
+  txV3: surface('GET', `/extended/v3/transactions/${TX}/events?limit=5`),
+  rawOther: surface('GET', `/extended/v1/tx/${OTHER_TX}/raw`),
+  block1Txs: surface('GET', '/extended/v2/blocks/1/transactions?limit=50'),
+  block1TxsPadded: surface('GET', '/extended/v3/blocks/001/transactions'),
+  block10Txs: surface('GET', '/extended/v2/blocks/10/transactions'),
+  blockHashSignatures: surface('GET', `/extended/v2/blocks/${TX.slice(2)}/signer-signatures`),
+  tenure1: surface('GET', '/extended/v2/block-tenures/1/blocks'),
+  info: surface('GET', '/v2/info', '0xt1'),
+};
+type SurfaceName = keyof typeof SURFACE;
+function matchedSurface(selector: PurgeSelector): SurfaceName[] {
+  const { matches } = purgeMatcher('scp', selector);
+  return (Object.keys(SURFACE) as SurfaceName[]).filter((name) => matches(SURFACE[name]));
+}
+
+describe('purge predicates on the surface (route families)', () => {
+  it("principal: every family's entries naming it, in the path or ?address= / ?principal=, however spelt, long URLs too; never another principal's", () => {
+    expect(matchedSurface({ kind: 'principal', principal: P })).toEqual([
+      'nonces',
+      'noncesV3',
+      'noncesLowerCase',
+      'noncesEscaped',
+      'accounts',
+      'mempoolOfP',
+      'holdings',
+      'historyLong',
+      'balanceChanges',
+    ]);
+    expect(SURFACE.historyLong).toMatch(/:~[A-Za-z0-9_-]{43}$/); // its URL is hashed away; the subject is not
+    expect(matchedSurface({ kind: 'principal', principal: CONTRACT })).toEqual(['contractInterface', 'callRead', 'contractInfo']);
+    expect(matchedSurface({ kind: 'principal', principal: SHORTER })).toEqual(['shorterNonces', 'mempoolOfShorter']);
+  });
+
+  it("tx: the transaction's raw bytes and v3 details, under any spelling of its id; not another's", () => {
+    expect(matchedSurface({ kind: 'tx', txId: TX })).toEqual(['balanceChanges', 'raw', 'rawWithout0x', 'txV3']);
+  });
+
+  it('block: block_transactions and block_detail entries naming one of its refs (a height however padded); not another height, not a tenure', () => {
+    expect(matchedSurface({ kind: 'block', refs: ['1', TX], burnHeights: [] })).toEqual(['block1Txs', 'block1TxsPadded', 'blockHashSignatures']);
+  });
+
+  it('route: a family id purges that family, and nothing else', () => {
+    expect(matchedSurface({ kind: 'route', route: 'address_nonces' })).toEqual(['nonces', 'noncesV3', 'noncesLowerCase', 'noncesEscaped', 'shorterNonces']);
+    expect(matchedSurface({ kind: 'route', route: 'block' })).toEqual([]);
+    expect(matched({ kind: 'route', route: 'address_nonces' })).toEqual([]);
+  });
+
+  it('all: every surface entry; SCAN patterns cover every key each predicate accepts', () => {
+    expect(matchedSurface({ kind: 'all' })).toEqual(Object.keys(SURFACE));
+    const selectors: PurgeSelector[] = [
+      { kind: 'principal', principal: P },
+      { kind: 'principal', principal: CONTRACT },
+      { kind: 'tx', txId: TX },
+      { kind: 'block', refs: ['1', TX], burnHeights: [] },
+      { kind: 'route', route: 'address_nonces' },
+    ];
+    for (const selector of selectors) {
+      const matcher = purgeMatcher('scp', selector);
+      for (const key of Object.values(SURFACE).filter(matcher.matches)) {
+        expect(matcher.patterns.some((pattern) => globMatches(pattern, key)), `${selector.kind} ${key}`).toBe(true);
+      }
+    }
+  });
+
+  it("the 13 routes' selectors keep their own matches", () => {
+    expect(matched({ kind: 'principal', principal: P })).toEqual(['withTransfers', 'eventsOfAddress', 'stx', 'balances', 'transactions', 'transactionsV2']);
+  });
+});
+
 describe('purge requests', () => {
   it('url: the canonical key of the request, however it is spelled', () => {
     expect(parsePurgeRequest(`{"url":"/extended/v1/address/${P}/transactions?offset=0&limit=5"}`, 'scp')).toEqual({
@@ -137,6 +239,7 @@ describe('purge requests', () => {
     expect(parsePurgeRequest('{"block":"012"}', 'scp')).toEqual({ kind: 'block', ref: '12' });
     expect(parsePurgeRequest(`{"block":"${TX.slice(2).toUpperCase()}"}`, 'scp')).toEqual({ kind: 'block', ref: TX });
     expect(parsePurgeRequest('{"route":"mempool_fees"}', 'scp')).toEqual({ kind: 'selector', selector: { kind: 'route', route: 'mempool_fees' } });
+    expect(parsePurgeRequest('{"route":"address_nonces"}', 'scp')).toEqual({ kind: 'selector', selector: { kind: 'route', route: 'address_nonces' } });
     expect(parsePurgeRequest('{"all":true}', 'scp')).toEqual({ kind: 'selector', selector: { kind: 'all' } });
   });
 
@@ -147,6 +250,8 @@ describe('purge requests', () => {
     ['{"url":"/extended/v2/blocks/1 "}', "url '/extended/v2/blocks/1 ' is not a valid request target"],
     ['{"principal":"SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ8"}', 'principal must be'],
     ['{"route":"constructor"}', 'route must be one of'],
+    ['{"route":"broadcast"}', 'route must be one of'],
+    ['{"route":"s"}', 'route must be one of'],
     ['null', 'body must be a JSON object'],
   ])('refuses %s', (body, message) => {
     const parsed = parsePurgeRequest(body, 'scp');

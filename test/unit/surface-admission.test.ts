@@ -10,8 +10,8 @@ import type { CacheEntry } from '../../src/cache/entry.js';
 import type { UpstreamResponse } from '../../src/upstream/client.js';
 import { admitSurface, confirmSurface, rawTxMatches, type SurfaceFacts } from '../../src/surface/admit-surface.js';
 import { blockEvidenceOf, deployEvidenceOf, deployTxIdOf } from '../../src/surface/evidence.js';
-import { FAMILY_BY_ID } from '../../src/surface/families.js';
-import { matchSurface } from '../../src/surface/plan.js';
+import { FAMILIES, FAMILY_BY_ID } from '../../src/surface/families.js';
+import { isTipKeyed, matchSurface } from '../../src/surface/plan.js';
 import { planOf, surfaceSpec, type SurfaceEvidence } from '../../src/surface/surface-spec.js';
 
 const ADDRESS = 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7';
@@ -58,6 +58,38 @@ describe('admitSurface', () => {
     expect(entry.cls).toBe('tip');
     expect(entry.upstreamEtag).toBeUndefined();
     expect(entry.etag).toMatch(/^"/);
+  });
+
+  it('stores search answers as mempool class (a transaction found in the mempool can change without a new tip), keyed by the tip', () => {
+    const facts = factsFor('GET', `/extended/v1/search/0x${'ab'.repeat(32)}`);
+    const found = { found: true, result: { entity_id: `0x${'ab'.repeat(32)}`, entity_type: 'mempool_tx_id' } };
+    expect(entryOf(admitSurface(facts, answer(200, found), asked)).cls).toBe('mempool');
+    expect(isTipKeyed(facts.family, '')).toBe(true);
+    // A 304-free family: a confirmation keeps the class it was stored under.
+    const stored = entryOf(admitSurface(facts, answer(200, found), asked));
+    const confirmed = confirmSurface(facts, stored, { ...asked, at: 2_000 });
+    expect(confirmed.kind === 'entry' && confirmed.entry.cls).toBe('mempool');
+  });
+
+  it('stores v2 balances/stx as tip class only without include_mempool (the upstream adds mempool fields only with it)', () => {
+    const plain = factsFor('GET', `/extended/v2/addresses/${ADDRESS}/balances/stx`);
+    expect(plain.family.id).toBe('balances_stx');
+    expect(entryOf(admitSurface(plain, answer(200, { balance: '10' }, { etag: '"p"' }), asked))).toMatchObject({ cls: 'tip', principal: ADDRESS });
+    for (const query of ['include_mempool=true', 'include_mempool=false', 'include_mempool']) {
+      const pending = factsFor('GET', `/extended/v2/addresses/${ADDRESS}/balances/stx`, query);
+      expect(pending.family.id, query).toBe('balances_stx_pending');
+      expect(entryOf(admitSurface(pending, answer(200, { balance: '10', estimated_balance: '9' }, { etag: '"pm"' }), asked)).cls, query).toBe('mempool');
+    }
+  });
+
+  it('never stores a family whose answers read the mempool as tip class', () => {
+    for (const family of FAMILIES) {
+      const readsMempool = family.mempoolDependent === true || family.change === 'etag:mempool' || family.change === 'etag:principal_mempool';
+      if (!readsMempool) continue;
+      const facts: SurfaceFacts = { family, params: {}, finalizable: false };
+      const admitted = admitSurface(facts, answer(200, { results: [] }), asked);
+      expect(admitted.kind === 'entry' && admitted.entry.cls, family.id).toBe('mempool');
+    }
   });
 
   it('stores a 404 briefly only where a later block can create the thing, and a 410 as mempool class', () => {
@@ -172,6 +204,20 @@ describe('surfaceSpec: evidence for final answers', () => {
     expect(found.calls).toHaveLength(1);
   });
 
+  it("never makes a pinned read's node-side failure final: only the chain's answer (okay:true; a map entry's or data var's data)", async () => {
+    const found = counting({ height: 70 });
+    const call = specFor('POST', `/v2/contracts/call-read/${ADDRESS}/c/f`, `tip=${HASH}`, found.evidence, '{"sender":"x"}');
+    // A cost limit is the node's read_only_call_limit setting: another node may answer okay:true.
+    expect(await call.admit(answer(200, { okay: false, cause: 'Unchecked(CostBalanceExceeded(...))' }), asked)).toMatchObject({ entry: { cls: 'tip' } });
+    expect(await call.admit(answer(200, { okay: true, result: '0x03' }), asked)).toMatchObject({ entry: { cls: 'final', height: 70 } });
+    const entry = specFor('POST', `/v2/map_entry/${ADDRESS}/c/m`, `tip=${HASH}&proof=0`, found.evidence, '"0x01"');
+    expect(await entry.admit(answer(200, { data: '0x09' }), asked)).toMatchObject({ entry: { cls: 'final' } });
+    expect(await entry.admit(answer(200, { error: 'x' }), asked)).toMatchObject({ entry: { cls: 'tip' } });
+    const dataVar = specFor('GET', `/v2/data_var/${ADDRESS}/c/v`, `tip=${HASH}&proof=0`, found.evidence);
+    expect(await dataVar.admit(answer(200, {}), asked)).toMatchObject({ entry: { cls: 'tip' } });
+    expect(await dataVar.admit(answer(200, { data: '0x01' }), asked)).toMatchObject({ entry: { cls: 'final' } });
+  });
+
   it('names the ETag scopes the upstream computes one ETag for (principal, principal_mempool, mempool, transaction)', () => {
     const none = counting(undefined).evidence;
     expect(specFor('GET', `/extended/v3/principals/${ADDRESS}/nonces`, '', none).etagScope).toBe(`principal_mempool:${ADDRESS}`);
@@ -184,9 +230,9 @@ describe('surfaceSpec: evidence for final answers', () => {
 
   it('keys burn-keyed families by the burn height too, tip-keyed or not', () => {
     const none = counting(undefined).evidence;
-    expect(specFor('GET', '/extended/v2/burn-blocks', '', none).key).toMatch(/:s:burn_blocks:GET:-@50:\/extended\/v2\/burn-blocks$/);
-    expect(specFor('GET', '/v2/pox', '', none).key).toMatch(/:s:v2_pox:GET:0xt1@50:\/v2\/pox$/);
-    expect(specFor('GET', '/extended/v2/blocks', '', none).key).toMatch(/:s:blocks:GET:-:\/extended\/v2\/blocks$/);
+    expect(specFor('GET', '/extended/v2/burn-blocks', '', none).key).toMatch(/:s:burn_blocks:GET:-@50:-:\/extended\/v2\/burn-blocks$/);
+    expect(specFor('GET', '/v2/pox', '', none).key).toMatch(/:s:v2_pox:GET:0xt1@50:-:\/v2\/pox$/);
+    expect(specFor('GET', '/extended/v2/blocks', '', none).key).toMatch(/:s:blocks:GET:-:-:\/extended\/v2\/blocks$/);
   });
 
   it('forwards a body without a canonical form but never stores its answer', async () => {

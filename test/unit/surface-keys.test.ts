@@ -63,9 +63,9 @@ describe('surfaceKey', () => {
     expect(key).toMatch(/:~[A-Za-z0-9_-]{43}$/);
   });
 
-  it('reads as <prefix>:v<schema>:s:<family>:<method>:<tip>:<request>', () => {
-    expect(keyOf({ method: 'GET', family: family('v2_info'), url: '/v2/info', tip: { hash: '0xab', burnHeight: 9 } })).toMatch(/^scp:v\d+:s:v2_info:GET:0xab@9:\/v2\/info$/);
-    expect(keyOf({ method: 'POST', family: family('call_read'), url: '/v2/x?tip=1', canonicalBody: '{"a":1}' })).toMatch(/:s:call_read:POST:-:\/v2\/x\?tip=1#\{"a":1\}$/);
+  it('reads as <prefix>:v<schema>:s:<family>:<method>:<tip>:<subjects>:<request>', () => {
+    expect(keyOf({ method: 'GET', family: family('v2_info'), url: '/v2/info', tip: { hash: '0xab', burnHeight: 9 } })).toMatch(/^scp:v\d+:s:v2_info:GET:0xab@9:-:\/v2\/info$/);
+    expect(keyOf({ method: 'POST', family: family('call_read'), url: '/v2/x?tip=1', canonicalBody: '{"a":1}', subjects: ',p=SP1.c,' })).toMatch(/:s:call_read:POST:-:,p=SP1\.c,:\/v2\/x\?tip=1#\{"a":1\}$/);
   });
 });
 

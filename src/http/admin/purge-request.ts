@@ -10,6 +10,7 @@ import type { PurgeSelector } from '../../cache/purge.js';
 import { createRouteMatcher } from '../../routes/route-matcher.js';
 import { isValidPrincipal } from '../../routes/handler-checks.js';
 import { ROUTE_BY_ID, ROUTES } from '../../routes/route-table.js';
+import { caches, FAMILIES, FAMILY_BY_ID } from '../../surface/families.js';
 import { serializeQuery, validateRequest } from '../../routes/validate.js';
 import { decideTarget } from '../request-target.js';
 
@@ -23,6 +24,11 @@ const FIELDS = ['url', 'route', 'tx_id', 'principal', 'block', 'all'] as const;
 const TX_ID = /^(0x)?[0-9a-fA-F]{64}$/;
 const HEIGHT = /^\d{1,15}$/;
 const invalid = (message: string): PurgeRequest => ({ kind: 'invalid', message });
+const CACHED_FAMILY_IDS = FAMILIES.filter(caches).map((family) => family.id);
+const isCachedFamily = (id: string): boolean => {
+  const family = FAMILY_BY_ID.get(id);
+  return family !== undefined && caches(family);
+};
 const matchRoute = createRouteMatcher(ROUTES);
 
 export function parsePurgeRequest(body: string, keyPrefix: string): PurgeRequest {
@@ -42,9 +48,10 @@ export function parsePurgeRequest(body: string, keyPrefix: string): PurgeRequest
     case 'all':
       return value === true ? { kind: 'selector', selector: { kind: 'all' } } : invalid('all must be true');
     case 'route':
-      return typeof value === 'string' && ROUTE_BY_ID.has(value as never)
+      // A route id of the 13 routes, or a surface family id (the two never coincide): both are metric labels.
+      return typeof value === 'string' && (ROUTE_BY_ID.has(value as never) || isCachedFamily(value))
         ? { kind: 'selector', selector: { kind: 'route', route: value } }
-        : invalid(`route must be one of ${ROUTES.map((route) => route.id).join(', ')}`);
+        : invalid(`route must be one of ${[...ROUTES.map((route) => route.id), ...CACHED_FAMILY_IDS].join(', ')}`);
     case 'tx_id':
       if (typeof value !== 'string' || !TX_ID.test(value)) return invalid('tx_id must be a transaction id: 64 hex digits, 0x optional');
       return { kind: 'selector', selector: { kind: 'tx', txId: (value.startsWith('0x') ? value : `0x${value}`).toLowerCase() } };
