@@ -24,6 +24,7 @@ import { UpstreamClient } from './upstream/client.js';
 import { UpstreamHealth } from './upstream/health.js';
 import { upstreamHeadersFor } from './upstream/outgoing-headers.js';
 import { createPassthrough } from './http/passthrough.js';
+import { CaptureBudget } from './http/broadcast-capture.js';
 import { PassthroughClient } from './upstream/passthrough-client.js';
 import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
@@ -73,6 +74,8 @@ export interface ProxyServer {
   activity?: PrincipalActivity;
   /** Broadcast touches shared with the peers over Redis (undefined without Redis or activity). */
   activityAnnouncements?: ActivityAnnouncements;
+  /** Bytes held to decode broadcasts, under activity.broadcastCaptureBudgetBytes (undefined with activity off). */
+  broadcastCapture?: CaptureBudget;
   /** The mempool watcher (activity.watchMempool with a single upstream), for tests that drive its polls. */
   mempoolWatcher?: MempoolWatcher;
   /** Settles once this instance hears its peers' broadcast touches (at once without Redis). */
@@ -203,7 +206,8 @@ function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstr
           telemetry,
         });
   const broadcasts: BroadcastSink = createBroadcastObserver({ activity, clock, telemetry, announce: announcements ? (principals) => announcements.announce(principals) : undefined });
-  return { activity, announcements, channel, broadcasts, watcher };
+  const captureBudget = new CaptureBudget(settings.broadcastCaptureBudgetBytes);
+  return { activity, announcements, channel, broadcasts, captureBudget, watcher };
 }
 
 /** Rate limits (issue 9): with Redis one budget shared by every instance, else this process's own. */
@@ -345,6 +349,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         // tip polls send, on passthrough requests and WebSocket upgrades too.
         operatorHeaders: (origin) => upstreamHeadersFor(origin, config.upstream),
         broadcasts: activity?.broadcasts,
+        captureBudget: activity?.captureBudget,
       })
     : undefined;
 
@@ -422,6 +427,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     activityAnnouncements: activity?.announcements,
     activityChannelSubscribed: activity?.channel?.subscribed ?? Promise.resolve(),
     mempoolWatcher: activity?.watcher,
+    broadcastCapture: activity?.captureBudget,
     telemetry,
     tracker,
     store,

@@ -218,6 +218,9 @@ export const ConfigSchema = z
         learnBlocks: z.boolean().describe("Learn each new block's touched principals from the upstream (learned freshness); false: broadcasts only"),
         learnerMaxTxPages: positiveInt.describe("Pages of a block's transactions (50 each) read at most; a larger block's touches are unknown (learning restarts)"),
         learnerMaxEventRequests: nonNegativeInt.describe("Requests for a block's transaction events (tx/multiple, 20 transactions each) at most; beyond, the block's touches are unknown"),
+        broadcastCaptureBudgetBytes: positiveInt.describe(
+          'Bytes of POST /v2/transactions bodies held at once (all broadcasts of the process) to decode their principals; beyond, a body streams on uncaptured and counts as undecodable (every principal changed)',
+        ),
         watchMempool: z.boolean().describe("Poll the upstream's mempool list (one request per tip poll interval, If-None-Match) so that mempool entries the mempool did not change stay fresh past their TTL; only with a single upstream"),
       })
       .strict(),

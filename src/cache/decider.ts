@@ -10,7 +10,7 @@
 import type { ChainView } from '../chain/view.js';
 import type { Clock } from '../clock.js';
 import type { CacheEntry } from './entry.js';
-import { asServedNow, decide, isUsableWhenFailing, type Decision, type StaleSettings, type TtlSettings } from './policy.js';
+import { asServedNow, changedByActivity, decide, isUsableWhenFailing, type Decision, type StaleSettings, type TtlSettings } from './policy.js';
 
 export interface DeciderDeps {
   clock: Clock;
@@ -29,6 +29,21 @@ export class Decider {
   /** Whether the entry may be served as it is, now. */
   isFresh(entry: CacheEntry): boolean {
     return this.decide(entry).action === 'fresh';
+  }
+
+  /**
+   * Rules (a) and (b) alone: activity (a broadcast, a mempool change) named what the entry is
+   * about after it was validated (the time its fetch was asked). A read that shared a flight
+   * asks it of the flight's answer: the answer may predate a broadcast the read came after.
+   */
+  isChangedByActivity(entry: CacheEntry): boolean {
+    const activity = this.deps.chain().activity;
+    return activity !== undefined && changedByActivity(entry, activity);
+  }
+
+  /** The activity registry's generation (0 without one): flights are keyed by it. */
+  activityGeneration(): number {
+    return this.deps.chain().activity?.generation ?? 0;
   }
 
   /**

@@ -74,6 +74,9 @@ function askFor(spec: ReadSpec, refresh: Refresh, context: ReadContext): Upstrea
   return { ...spec.ask, headers };
 }
 
+/** A flight's key: the entry's key and the activity generation it was asked in. */
+const flightKey = (key: string, generation: number): string => (generation === 0 ? key : `${key}\u0000${generation}`);
+
 export class ReadPath {
   private readonly flights = new SingleFlight<ReadResult>();
   private readonly lookups: CacheLookups;
@@ -155,13 +158,25 @@ export class ReadPath {
     if (spec.etagScope !== undefined && etag !== undefined) this.validations.record(spec.etagScope, etag, asked);
   }
 
-  /** Requests that join a flight share its upstream request, and so its request id. */
+  /**
+   * Requests that join a flight share its upstream request, and so its request id. Flights are
+   * keyed by the activity generation as well (activity.ts): a read that starts after a broadcast
+   * or a mempool change leads a flight of its own rather than joining one sent before it. A read
+   * that joined and saw such a change while it waited decides once more on the flight's answer
+   * (the one decision, rules a and b): when the change names what the answer is about, it asks
+   * again, once, in the flight of the new generation (shared with every read in the same case).
+   */
   private refreshOnce(spec: ReadSpec, refresh: Refresh, context: ReadContext): Promise<ReadResult> {
-    return this.flights.run(
-      spec.key,
-      () => this.landedMeanwhile(spec.key) ?? this.fetchAcrossInstances(spec, refresh, context),
-      () => this.deps.telemetry.singleflightJoined(spec.label),
-    );
+    const generation = this.deps.decider.activityGeneration();
+    const lead = (): Promise<ReadResult> => this.landedMeanwhile(spec.key) ?? this.fetchAcrossInstances(spec, refresh, context);
+    const joined = this.flights.running(flightKey(spec.key, generation));
+    if (!joined) return this.flights.run(flightKey(spec.key, generation), lead);
+    this.deps.telemetry.singleflightJoined(spec.label);
+    return joined.then((result) => {
+      const now = this.deps.decider.activityGeneration();
+      if (now === generation || result.cacheStatus === 'BYPASS' || !this.deps.decider.isChangedByActivity(result.entry)) return result;
+      return this.flights.run(flightKey(spec.key, now), lead, () => this.deps.telemetry.singleflightJoined(spec.label));
+    });
   }
 
   /**

@@ -17,6 +17,11 @@ export class SingleFlight<T> {
     return promise;
   }
 
+  /** The flight running for `key`, if any (a caller that must look at its result before taking it). */
+  running(key: string): Promise<T> | undefined {
+    return this.inFlight.get(key);
+  }
+
   get size(): number {
     return this.inFlight.size;
   }

@@ -140,13 +140,16 @@ export class TxListReader {
 
   /**
    * One upstream request for the missing ids, shared by concurrent identical lists (alike in
-   * their canonical query; the leader's spelling of it is forwarded).
+   * their canonical query; the leader's spelling of it is forwarded) of the same activity
+   * generation: a list read after a broadcast never shares a fetch sent before it (a pending
+   * transaction the old answer did not know yet).
    */
   private fetchMissing(route: RouteSpec, missing: string[], query: { canonical: string; forwarded: string }, context: ReadContext): Promise<Fetched> {
     const list = `/extended/v1/tx/multiple?${serializeQuery(new Map([['tx_id', missing.join(',')]]))}`;
     const withQuery = (text: string) => (text ? `${list}&${text}` : list);
     const path = withQuery(query.forwarded);
-    return this.flights.run(withQuery(query.canonical), () => this.fetch(route, path, missing, context), () => this.deps.telemetry.singleflightJoined(route.id));
+    const generation = this.deps.decider.activityGeneration();
+    return this.flights.run(`${withQuery(query.canonical)}\u0000${generation}`, () => this.fetch(route, path, missing, context), () => this.deps.telemetry.singleflightJoined(route.id));
   }
 
   private async fetch(route: RouteSpec, path: string, askedIds: readonly string[], context: ReadContext): Promise<Fetched> {

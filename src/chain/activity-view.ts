@@ -28,4 +28,9 @@ export interface ActivityView {
    * policy requires to be within the mempool TTL. Absent without a watcher.
    */
   mempoolUnchangedSince?(principal: string | undefined, at: number): number | undefined;
+  /**
+   * Grows with every change rules (a) and (b) read (a broadcast, a mempool change): the read path
+   * keys its flights by it, so a read that starts after a change never shares a fetch sent before.
+   */
+  readonly generation?: number;
 }

@@ -23,8 +23,8 @@
  * evicted first. An evicted principal leaves its marks on two watermarks (latest change, highest
  * touched block) that every principal not remembered inherits: eviction can only make the
  * registry more conservative (an evicted principal counts as changed), never less. Worst case,
- * each remembered principal costs its key (at most 82 characters: an address, ".", a contract
- * name) plus a small record and a map slot: about 300 bytes, 30 MB for the default 100,000.
+ * each remembered principal costs its key (at most 170 characters: an address, ".", a contract
+ * name of up to 128) plus a small record and a map slot: about 400 bytes, 40 MB for the default 100,000.
  *
  * Pure state: no I/O, no clock (every method takes the time), no telemetry.
  */
@@ -88,6 +88,13 @@ export class PrincipalActivity implements ActivityView {
   private evictedChangedAt = Number.NEGATIVE_INFINITY;
   private evictedTouchedHeight = Number.NEGATIVE_INFINITY;
   private mempoolChangedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * When an accepted broadcast whose principals are unknown (undecodable, not captured) was seen:
+   * its sender could be anyone, so every principal counts as changed then (remembered or not).
+   */
+  private everyoneChangedAt = Number.NEGATIVE_INFINITY;
+  /** Counts the changes rules (a) and (b) read: a flight begun before one does not answer for after it. */
+  private changes = 0;
   private evictedMempoolSeenAt = Number.NEGATIVE_INFINITY;
   /** The marks of every principal not remembered (from the watermarks above). */
   private inherited: PrincipalMarks = {};
@@ -122,11 +129,31 @@ export class PrincipalActivity implements ActivityView {
   /** The mempool changed at `at` in a way the proxy cannot tie to principals (an undecodable broadcast). */
   recordMempoolChange(at: number): void {
     this.mempoolChangedAt = Math.max(this.mempoolChangedAt, at);
+    this.changes += 1;
+  }
+
+  /**
+   * An accepted broadcast the proxy could not tie to principals (undecodable, over the capture
+   * budget, cut short): its sender is unknown, so every principal's entries and the global
+   * mempool's count as changed at `at`, and the sender's next nonce read goes upstream.
+   */
+  recordUnknownBroadcast(at: number): void {
+    this.everyoneChangedAt = Math.max(this.everyoneChangedAt, at);
+    this.recordMempoolChange(at);
+  }
+
+  /**
+   * Grows with every broadcast and every mempool change seen: the read path keys its flights by
+   * it, so a read that starts after a change never shares an upstream request sent before it.
+   */
+  get generation(): number {
+    return this.changes;
   }
 
   principalChangedAfter(principal: string, at: number): boolean {
     // Inclusive: an answer validated in the very millisecond a change was recorded may predate it.
     // A change the mempool watcher saw needs no settling: it read the upstream's API itself.
+    if (at <= this.everyoneChangedAt + this.settings.settleMs) return true;
     const { changedAt, mempoolSeenAt } = this.marksOf(principal);
     return (changedAt !== undefined && at <= changedAt + this.settings.settleMs) || (mempoolSeenAt !== undefined && at <= mempoolSeenAt);
   }
@@ -143,7 +170,10 @@ export class PrincipalActivity implements ActivityView {
    * not hold it. The poll vouches for what it saw as of its start.
    */
   mempoolPolled(poll: MempoolPoll): void {
-    if (poll.kind !== 'unchanged') this.anyMempoolChangeSeenAt = Math.max(this.anyMempoolChangeSeenAt, poll.endedAt);
+    if (poll.kind !== 'unchanged') {
+      this.anyMempoolChangeSeenAt = Math.max(this.anyMempoolChangeSeenAt, poll.endedAt);
+      this.changes += 1;
+    }
     if (poll.kind === 'unknown') this.unknownMempoolChangeSeenAt = Math.max(this.unknownMempoolChangeSeenAt, poll.endedAt);
     if (poll.kind === 'changed') {
       for (const principal of poll.principals) this.mark(principal, (marks) => (marks.mempoolSeenAt = Math.max(marks.mempoolSeenAt ?? poll.endedAt, poll.endedAt)));

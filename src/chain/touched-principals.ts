@@ -11,7 +11,7 @@
  * A principal-shaped token: an address (S, a version character, c32 text) and an optional
  * contract name, not preceded or followed by characters a principal could continue with.
  */
-const PRINCIPAL_TOKEN = /(?<![0-9A-Za-z])(S[0-9A-Z]{27,40})(\.[a-zA-Z][a-zA-Z0-9_-]{0,39})?(?![0-9A-Za-z])/g;
+const PRINCIPAL_TOKEN = /(?<![0-9A-Za-z])(S[0-9A-Z]{27,40})(\.[a-zA-Z][a-zA-Z0-9_-]{0,127})?(?![0-9A-Za-z])/g;
 /** JSON nesting walked at most (the upstream's transactions and events are a few levels deep). */
 const MAX_DEPTH = 32;
 

@@ -5,8 +5,9 @@
  * answer, so the sender's next nonce read goes to the upstream; and the touch is announced to the
  * other instances sharing Redis (cache/activity-announcements.ts). A body that cannot be read
  * (undecodable, over the node's size, cut short) or a broadcast whose answer never came (it may
- * have been accepted) is treated conservatively: the whole mempool changed, and, for an answer
- * that never came but a body that decodes, its principals too.
+ * have been accepted) is treated conservatively: when its principals cannot be read, its sender
+ * could be anyone, so every principal and the whole mempool count as changed (and that is
+ * announced); for an answer that never came but a body that decodes, its principals.
  */
 import { broadcastPrincipals } from '../chain/broadcast-principals.js';
 import type { PrincipalActivity } from '../chain/activity.js';
@@ -15,8 +16,8 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import type { BroadcastSink } from './passthrough.js';
 
 /**
- * A touch to tell the other instances of: principals, or null for "the mempool, principals
- * unknown". Settles once told (or failing to), never rejects.
+ * A touch to tell the other instances of: principals, or null for "a broadcast whose principals
+ * are unknown: every one changed". Settles once told (or failing to), never rejects.
  */
 export type AnnounceTouch = (principals: readonly string[] | null) => Promise<void>;
 
@@ -31,7 +32,7 @@ export function createBroadcastObserver(deps: { activity: PrincipalActivity; clo
       const principals = body === undefined ? undefined : broadcastPrincipals(body, contentType);
       const at = deps.clock();
       if (principals) deps.activity.recordBroadcast(principals, at);
-      else deps.activity.recordMempoolChange(at);
+      else deps.activity.recordUnknownBroadcast(at);
       deps.telemetry.broadcastObserved(principals ? 'decoded' : 'undecodable', status === undefined ? 'no answer from the upstream' : undefined);
       // The client's answer waits for the announcement (bounded, passthrough-forward.ts): a wallet
       // that reads its nonce through another instance right after then finds that instance told.

@@ -18,6 +18,7 @@ import { classifyTransportError } from '../upstream/errors.js';
 import type { PassthroughClient } from '../upstream/passthrough-client.js';
 import { isAllowedPath, upstreamRequestHeaders } from './forward-policy.js';
 import { createHttpForwarder } from './passthrough-forward.js';
+import { captureBody, type CaptureBudget } from './broadcast-capture.js';
 import { requestIdOf } from './request-log.js';
 import { decideTarget } from './request-target.js';
 import { sendSocketError } from './respond.js';
@@ -48,6 +49,8 @@ export interface PassthroughOptions {
   rateLimiter?: RateLimiter;
   /** Told of every POST /v2/transactions and its outcome (broadcast-observer.ts); none: not observed. */
   broadcasts?: BroadcastSink;
+  /** The process-wide budget for broadcast bodies held to decode (activity.broadcastCaptureBudgetBytes); required with `broadcasts`. */
+  captureBudget?: CaptureBudget;
 }
 
 /** Where an observed broadcast goes: the body the client sent (undefined: over the bound or cut short) and the upstream's status. */
@@ -150,14 +153,21 @@ export function createPassthrough(options: PassthroughOptions): Passthrough {
     forward: (req, res, requestId, answerHeaders = []) => {
       const { origin, headers } = prepare(req, requestId, false);
       const sink = options.broadcasts;
-      if (!sink || req.method !== 'POST' || pathOf(req.url) !== BROADCAST_PATH) {
+      const budget = options.captureBudget;
+      if (!sink || !budget || req.method !== 'POST' || pathOf(req.url) !== BROADCAST_PATH) {
         forwardHttp(req, res, origin, headers, answerHeaders);
         return;
       }
       // Only broadcasts are observed: every other request goes on exactly as before.
       let captured: Buffer | undefined;
       forwardHttp(req, res, origin, headers, answerHeaders, (status) => sink.observe(req.complete ? captured : undefined, req.headers['content-type'], status));
-      captured = captureBody(req, MAX_BROADCAST_BODY_BYTES, (body) => (captured = body));
+      captureBody(
+        req,
+        MAX_BROADCAST_BODY_BYTES,
+        budget,
+        (body) => (captured = body),
+        () => options.telemetry.broadcastCaptureOverBudget(),
+      );
     },
     upgrade: (req, socket, head) => {
       const limiter = options.rateLimiter;
@@ -197,29 +207,3 @@ const pathOf = (url: string | undefined): string => {
   const query = target.indexOf('?');
   return query < 0 ? target : target.slice(0, query);
 };
-
-/**
- * A copy of the body the client sends, as it streams to the upstream: an extra 'data' listener
- * (added after the forwarder's own, in the same turn, so both see every chunk) that neither
- * pauses nor changes what goes on. Up to `maxBytes`; beyond it the copy is dropped (undefined),
- * and the broadcast counts as undecodable. `done` gets the whole body at its end.
- */
-function captureBody(req: IncomingMessage, maxBytes: number, done: (body: Buffer | undefined) => void): undefined {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  const onData = (chunk: Buffer): void => {
-    bytes += chunk.length;
-    if (bytes > maxBytes) {
-      chunks.length = 0;
-      req.off('data', onData);
-      return;
-    }
-    chunks.push(chunk);
-  };
-  req.on('data', onData);
-  req.once('end', () => {
-    req.off('data', onData);
-    done(bytes > maxBytes ? undefined : Buffer.concat(chunks, bytes));
-  });
-  return undefined;
-}

@@ -165,8 +165,12 @@ export const METRICS = {
   // Principal activity (issue 15): outcomes only, never a principal.
   broadcastsObserved: counter(
     'stacks_proxy_broadcasts_observed_total',
-    'POST /v2/transactions forwarded by the passthrough, by outcome: decoded (accepted, its principals marked changed), undecodable (accepted or unanswered, the whole mempool marked changed), rejected (the upstream refused it: nothing changed).',
+    'POST /v2/transactions forwarded by the passthrough, by outcome: decoded (accepted, its principals marked changed), undecodable (accepted or unanswered, every principal and the whole mempool marked changed), rejected (the upstream refused it: nothing changed).',
     ['outcome'],
+  ),
+  broadcastCapturesOverBudget: counter(
+    'stacks_proxy_broadcast_captures_over_budget_total',
+    'POST /v2/transactions bodies streamed on uncaptured because the process-wide capture budget (activity.broadcastCaptureBudgetBytes) was spent: decoded as undecodable (every principal counts as changed).',
   ),
   activityAnnouncements: counter(
     'stacks_proxy_activity_announcements_total',

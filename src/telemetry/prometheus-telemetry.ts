@@ -252,7 +252,11 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   broadcastObserved(outcome: 'decoded' | 'undecodable' | 'rejected', note?: string): void {
     this.m.broadcastsObserved.labels({ outcome }).inc();
-    if (outcome === 'undecodable') this.logger.debug({ note }, 'broadcast not decoded: the whole mempool counts as changed');
+    if (outcome === 'undecodable') this.logger.debug({ note }, 'broadcast not decoded: every principal and the whole mempool count as changed');
+  }
+
+  broadcastCaptureOverBudget(): void {
+    this.m.broadcastCapturesOverBudget.inc();
   }
 
   activityAnnounced(direction: 'sent' | 'received'): void {

@@ -87,6 +87,8 @@ export interface Telemetry {
 
   /** A POST /v2/transactions the passthrough forwarded, and what the activity registry made of it (`note`: logged at debug). */
   broadcastObserved(outcome: 'decoded' | 'undecodable' | 'rejected', note?: string): void;
+  /** A broadcast body streamed on uncaptured: the process-wide capture budget was spent. */
+  broadcastCaptureOverBudget(): void;
   /** A broadcast touch announced to the other instances over Redis, or received from one and applied. */
   activityAnnounced(direction: 'sent' | 'received'): void;
   /** What the block learner made of a new tip (learned, unknown, outdated) or why learning restarted there. */
@@ -135,6 +137,7 @@ class NoopTelemetry implements Telemetry {
   passthroughAnswered(): void {}
   passthroughFailed(): void {}
   broadcastObserved(): void {}
+  broadcastCaptureOverBudget(): void {}
   activityAnnounced(): void {}
   blockLearned(): void {}
   activityUpstreamRequest(): void {}

@@ -18,17 +18,26 @@ const senderKey = randomPrivateKey();
 const SENDER = privateKeyToAddress(senderKey, 'testnet');
 const [ALICE, BOB, CAROL, DAVE] = Array.from({ length: 4 }, () => privateKeyToAddress(randomPrivateKey(), 'testnet')) as [string, string, string, string];
 const TOKEN = `${privateKeyToAddress(randomPrivateKey(), 'testnet')}.token`;
+/** Contract names go up to 128 characters (stacks-core's ContractName): longer than 40 must work too. */
+const longContract = (length: number): string => `${privateKeyToAddress(randomPrivateKey(), 'testnet')}.${'long-name-'.repeat(13).slice(0, length)}`;
 
 const NO_SETTLING = { activity: { settleMs: 0 } };
 
 let nonce = 0n;
-async function signedTransfer(): Promise<string> {
-  const tx = await makeSTXTokenTransfer({ recipient: BOB, amount: 1n, senderKey, network: 'testnet', fee: 200n, nonce: nonce++ });
+async function signedTransfer(recipient = BOB): Promise<string> {
+  const tx = await makeSTXTokenTransfer({ recipient, amount: 1n, senderKey, network: 'testnet', fee: 200n, nonce: nonce++ });
   return tx.serialize();
 }
 
 const broadcast = (proxy: ProxyServer, body: string | Buffer, contentType = 'application/json') =>
   fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+
+/** A sender of its own: nothing cached about it yet. */
+async function freshSender(): Promise<{ address: string; transfer: () => Promise<string> }> {
+  const key = randomPrivateKey();
+  return { address: privateKeyToAddress(key, 'testnet'), transfer: async () => (await makeSTXTokenTransfer({ recipient: BOB, amount: 1n, senderKey: key, network: 'testnet', fee: 200n, nonce: 0n })).serialize() };
+}
+const pendingOf = (answer: { body: Buffer }): number => JSON.parse(answer.body.toString()).pending_txs as number;
 
 const balancePath = (principal: string) => `/extended/v1/address/${principal}/stx`;
 const historyPath = (principal: string) => `/extended/v1/address/${principal}/transactions`;
@@ -75,6 +84,42 @@ describe('broadcast-aware invalidation (one instance)', () => {
     expect(await metricValue(proxy, 'stacks_proxy_broadcasts_observed_total', { outcome: 'decoded' })).toBe(1);
   });
 
+  describe('a read after the broadcast never shares a fetch sent before it', () => {
+    it('a read that starts after the broadcast, while a fetch from before it is in flight, gets the answer from after it', async () => {
+      const sender = await freshSender();
+      const held = upstream.holdNext(new RegExp(`/address/${sender.address}/stx$`));
+      const readA = fetchRaw(proxy.url + balancePath(sender.address));
+      await held.arrived;
+      expect((await broadcast(proxy, JSON.stringify({ tx: await sender.transfer() }))).status).toBe(200);
+      const readB = fetchRaw(proxy.url + balancePath(sender.address));
+      const joined = () => metricValue(proxy, 'stacks_proxy_singleflight_joined_total');
+      const joinedBefore = await joined();
+      const askedBefore = upstream.count(new RegExp(`/address/${sender.address}/stx$`));
+      // B is under way once it either joined A's flight or asked the upstream itself.
+      await waitFor(async () => (await joined()) > joinedBefore || upstream.count(new RegExp(`/address/${sender.address}/stx$`)) > askedBefore, { timeoutMs: 5_000, what: 'read B to start' });
+      held.release();
+      expect(pendingOf(await readA)).toBe(0); // asked before the broadcast: the answer of then
+      expect(pendingOf(await readB)).toBe(1); // the upstream's answer at B's moment
+    });
+
+    it('a read that joined before the broadcast and is answered after it asks once more instead of taking the old answer', async () => {
+      const sender = await freshSender();
+      const path = new RegExp(`/address/${sender.address}/stx$`);
+      const held = upstream.holdNext(path);
+      const joined = () => metricValue(proxy, 'stacks_proxy_singleflight_joined_total');
+      const joinedBefore = await joined();
+      const readA = fetchRaw(proxy.url + balancePath(sender.address));
+      await held.arrived;
+      const readB = fetchRaw(proxy.url + balancePath(sender.address));
+      await waitFor(async () => (await joined()) > joinedBefore, { timeoutMs: 5_000, what: 'read B to join the flight' });
+      expect((await broadcast(proxy, JSON.stringify({ tx: await sender.transfer() }))).status).toBe(200);
+      held.release();
+      expect(pendingOf(await readA)).toBe(0);
+      expect(pendingOf(await readB)).toBe(1);
+      expect(upstream.count(path)).toBe(2); // bounded: one extra fetch
+    });
+  });
+
   it('a broadcast sent as raw octet-stream bytes is decoded as well', async () => {
     await fetchRaw(proxy.url + balancePath(SENDER));
     expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
@@ -97,7 +142,7 @@ describe('broadcast-aware invalidation (one instance)', () => {
     expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).not.toBe('HIT');
   });
 
-  it('a broadcast the upstream rejects changes nothing; one it accepts but the proxy cannot decode changes the whole mempool', async () => {
+  it("a broadcast the upstream rejects changes nothing; one it accepts but the proxy cannot decode changes every principal's entries and the whole mempool", async () => {
     const missingTx = `/extended/v1/tx/0x${'cd'.repeat(32)}`;
     await fetchRaw(proxy.url + balancePath(SENDER));
     await fetchRaw(proxy.url + missingTx);
@@ -114,11 +159,14 @@ describe('broadcast-aware invalidation (one instance)', () => {
     }
     expect(await metricValue(proxy, 'stacks_proxy_broadcasts_observed_total', { outcome: 'undecodable' })).toBe(1);
     expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).not.toBe('HIT');
-    // Its sender is unknown: principal entries are not touched by a mempool change alone.
+    // Its sender is unknown: it could be anyone, so no principal's entry is served as it was.
+    const asked = upstream.count(/\/stx$/);
+    expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).not.toBe('HIT');
+    expect(upstream.count(/\/stx$/)).toBe(asked + 1);
     expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
   });
 
-  it('a body larger than the node takes is forwarded whole but not decoded: the whole mempool counts as changed', async () => {
+  it('a body larger than the node takes is forwarded whole but not decoded: every principal and the whole mempool count as changed', async () => {
     const missingTx = `/extended/v1/tx/0x${'12'.repeat(32)}`;
     await fetchRaw(proxy.url + missingTx);
     expect((await fetchRaw(proxy.url + missingTx)).headers.get('x-cache')).toBe('HIT');
@@ -170,6 +218,50 @@ describe('broadcast-aware invalidation across instances sharing Redis', () => {
     expect(await metricValue(b, 'stacks_proxy_activity_announcements_total', { direction: 'received' })).toBe(1);
     // A does not apply its own announcement a second time.
     expect(a.activityAnnouncements?.received).toBe(0);
+  });
+
+  it("a read on B after a broadcast through B does not take A's answer from a fetch A sent before it (shared single-flight)", async () => {
+    const sender = await freshSender();
+    const path = new RegExp(`/address/${sender.address}/stx$`);
+    const held = upstream.holdNext(path);
+    const readA = fetchRaw(a.url + balancePath(sender.address)); // A holds the shared lock while it fetches
+    await held.arrived;
+    expect((await broadcast(b, JSON.stringify({ tx: await sender.transfer() }))).status).toBe(200);
+    // Whether B waits on A's lock or comes after A's entry landed, it meets A's answer in Redis.
+    const readB = fetchRaw(b.url + balancePath(sender.address));
+    held.release();
+    expect(pendingOf(await readA)).toBe(0);
+    expect(pendingOf(await readB)).toBe(1);
+  });
+
+  it("a broadcast to a contract principal with a 45-character name through A makes B stop serving the sender's old balance", async () => {
+    await fetchRaw(b.url + balancePath(SENDER));
+    expect((await fetchRaw(b.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
+    const pendingBefore = JSON.parse((await fetchRaw(b.url + balancePath(SENDER))).body.toString()).pending_txs as number;
+    const heard = b.activityAnnouncements?.received ?? 0;
+
+    expect((await broadcast(a, JSON.stringify({ tx: await signedTransfer(longContract(45)) }))).status).toBe(200);
+    await waitFor(async () => (b.activityAnnouncements?.received ?? 0) > heard, { timeoutMs: 5_000, what: 'B to hear of the broadcast' });
+
+    const after = await fetchRaw(b.url + balancePath(SENDER));
+    expect(after.headers.get('x-cache')).not.toBe('HIT');
+    expect(JSON.parse(after.body.toString()).pending_txs).toBe(pendingBefore + 1);
+  });
+
+  it("an accepted broadcast A cannot decode makes B stop serving every principal's entries (the sender is unknown)", async () => {
+    await fetchRaw(b.url + balancePath(CAROL));
+    expect((await fetchRaw(b.url + balancePath(CAROL))).headers.get('x-cache')).toBe('HIT');
+    const heard = b.activityAnnouncements?.received ?? 0;
+    upstream.acceptUndecodable = true;
+    try {
+      expect((await broadcast(a, JSON.stringify({ tx: 'beef' }))).status).toBe(200);
+    } finally {
+      upstream.acceptUndecodable = false;
+    }
+    await waitFor(async () => (b.activityAnnouncements?.received ?? 0) > heard, { timeoutMs: 5_000, what: 'B to hear of the broadcast' });
+    const asked = upstream.count(/\/stx$/);
+    expect((await fetchRaw(b.url + balancePath(CAROL))).headers.get('x-cache')).not.toBe('HIT');
+    expect(upstream.count(/\/stx$/)).toBe(asked + 1);
   });
 });
 
@@ -226,6 +318,17 @@ describe('block learning', () => {
     const dave = await read(DAVE);
     expect(dave.asked).toBe(true);
     expect(dave.confirmed).toBe(1);
+  });
+
+  it('refetches an entry about a contract principal with a 50-character name a block touched', async () => {
+    const contract = longContract(50);
+    expect((await read(contract)).cache).toBe('MISS');
+    expect((await read(contract)).cache).toBe('HIT');
+    upstream.mine([upstream.contractCallCrediting(CAROL, contract, DAVE)]);
+    await followTip(proxy);
+    const after = await read(contract);
+    expect(after.asked).toBe(true);
+    expect(after.confirmed).toBe(1);
   });
 
   it('refetches after a burn block (PoX unlocks change balances without a transaction)', async () => {

@@ -61,6 +61,25 @@ export class ActivityUpstream {
   acceptUndecodable = false;
   /** The body of the last POST /v2/transactions, as received. */
   lastBroadcast: Buffer | undefined;
+  /** Every POST /v2/transactions body received in full, in order. */
+  readonly broadcasts: Buffer[] = [];
+  /** Bytes of POST /v2/transactions bodies received so far, counted as they stream in (ended or not). */
+  broadcastBytesSoFar = 0;
+  /** Held answers (holdNext): the url they match, and what releases them. */
+  private readonly holds: { match: RegExp; arrived: () => void; released: Promise<void> }[] = [];
+
+  /**
+   * The next request matching `match` is answered as the upstream stands when it arrives, but
+   * that answer is held until `release()`: a fetch sent before something changes upstream.
+   */
+  holdNext(match: RegExp): { arrived: Promise<void>; release: () => void } {
+    let arrived!: () => void;
+    let release!: () => void;
+    const arrivedPromise = new Promise<void>((resolve) => (arrived = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.holds.push({ match, arrived, released });
+    return { arrived: arrivedPromise, release };
+  }
 
   constructor() {
     for (let i = 0; i < 3; i++) this.mine([]);
@@ -155,18 +174,31 @@ export class ActivityUpstream {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
     this.requests.push({ method: req.method ?? 'GET', url });
-    const body = await readBody(req);
+    const streaming = req.method === 'POST' && url.startsWith('/v2/transactions');
+    const body = await readBody(req, streaming ? (bytes) => (this.broadcastBytesSoFar += bytes) : undefined);
     const [path = '', query = ''] = url.split('?');
+    const holding = this.holds.findIndex((h) => h.match.test(url));
+    const hold = holding < 0 ? undefined : this.holds.splice(holding, 1)[0];
     const json = (status: number, value: unknown, etag?: string) => {
       const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
       if (etag) headers.etag = `"${etag}"`;
       const matches = etag !== undefined && req.headers['if-none-match'] === `"${etag}"`;
-      res.writeHead(matches ? 304 : status, headers);
-      res.end(matches ? undefined : JSON.stringify(value));
+      const text = matches ? undefined : JSON.stringify(value);
+      if (!hold) {
+        res.writeHead(matches ? 304 : status, headers);
+        res.end(text);
+        return;
+      }
+      hold.arrived();
+      void hold.released.then(() => {
+        res.writeHead(matches ? 304 : status, headers);
+        res.end(text);
+      });
     };
     if (this.failing?.test(url)) return json(500, { error: 'failing on purpose' });
     if (req.method === 'POST' && path === '/v2/transactions') {
       this.lastBroadcast = body;
+      this.broadcasts.push(body);
       const principals = broadcastPrincipals(body, req.headers['content-type']);
       if (!principals && this.acceptUndecodable) return json(200, sha(body.toString('hex')));
       if (!principals) return json(400, { error: 'transaction rejected', reason: 'Deserialization' });
@@ -245,10 +277,13 @@ function touched(tx: LearnTx): string[] {
   return principals;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
+function readBody(req: IncomingMessage, onBytes?: (bytes: number) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      onBytes?.(chunk.length);
+    });
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });

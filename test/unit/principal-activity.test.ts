@@ -290,3 +290,31 @@ describe('policy rules on principal activity', () => {
     expect(verdicts).toEqual(untagged);
   });
 });
+
+describe('broadcasts whose sender is unknown, and the activity generation', () => {
+  it('an unknown broadcast makes every principal changed (remembered or not) and the mempool, from then on only', () => {
+    const activity = new PrincipalActivity(SETTINGS);
+    activity.recordBroadcast([BOB], 1_000);
+    activity.recordUnknownBroadcast(5_000);
+    for (const principal of [ALICE, BOB]) {
+      expect(activity.principalChangedAfter(principal, 5_000)).toBe(true);
+      expect(activity.principalChangedAfter(principal, 5_000 + SETTINGS.settleMs + 1)).toBe(false);
+    }
+    expect(activity.mempoolChangedAfter(5_000)).toBe(true);
+  });
+
+  it('the generation moves with every broadcast and mempool change, not with blocks', () => {
+    const activity = new PrincipalActivity(SETTINGS);
+    const seen = [activity.generation];
+    activity.recordBroadcast([ALICE], 1_000);
+    seen.push(activity.generation);
+    activity.recordUnknownBroadcast(1_001);
+    seen.push(activity.generation);
+    activity.mempoolPolled({ kind: 'changed', principals: [BOB], startedAt: 1_002, endedAt: 1_003 });
+    seen.push(activity.generation);
+    activity.mempoolPolled({ kind: 'unchanged', startedAt: 1_004, endedAt: 1_005 });
+    activity.tipChanged(block(10), false, 1_006);
+    expect(activity.generation).toBe(seen.at(-1));
+    expect(new Set(seen).size).toBe(seen.length);
+  });
+});
