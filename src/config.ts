@@ -212,7 +212,7 @@ export const ConfigSchema = z
     activity: z
       .object({
         enabled: z.boolean().describe('Track principal activity: broadcasts through the proxy, and what each new block touched'),
-        maxPrincipals: positiveInt.describe('Principals remembered at most (about 300 bytes each); the least recently touched is evicted, and counts as changed'),
+        maxPrincipals: positiveInt.describe('Principals remembered at most (at most about 400 bytes each); the least recently touched is evicted, and counts as changed'),
         settleMs: nonNegativeInt.describe("After a broadcast the upstream accepted, answers about its principals (and the global mempool) validated within this long are not kept fresh: the upstream's API learns the transaction a moment after its node"),
         coinbaseWindowBlocks: nonNegativeInt.describe('Blocks for which principals a coinbase names count as touched by every block (matured miner rewards credit them without a transaction)'),
         learnBlocks: z.boolean().describe("Learn each new block's touched principals from the upstream (learned freshness); false: broadcasts only"),
