@@ -318,7 +318,7 @@ function isLearnedUnchanged(entry: CacheEntry, chain: ChainView, activity: Activ
   if (entry.principal === undefined || entry.tipHeight === undefined || entry.tipHash === undefined) return false;
   // An entry from a branch the chain left is not "unchanged" whatever the heights say.
   if (chain.canonical?.at(entry.tipHeight)?.indexBlockHash !== entry.tipHash) return false;
-  return activity.unchangedSince(entry.principal, entry.tipHeight, entry.validatedAt);
+  return activity.unchangedSince(entry.principal, entry.tipHeight, entry.validatedAt, entry.movesWith);
 }
 
 /**
