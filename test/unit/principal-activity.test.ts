@@ -251,6 +251,12 @@ describe('policy rules on principal activity', () => {
     expect(evaluate({ ...nonce, upstreamEtag: undefined }, 10_500, chainWith(activity), TTL)).toBe('refetch');
     // Another principal's entry is untouched.
     expect(evaluate({ ...nonce, principal: BOB }, 10_500, chainWith(activity), TTL)).toBe('fresh');
+    // So is her confirmed state (a tip entry: her history, her confirmed balance): a pending
+    // transaction does not move it, only a block does (rule (c) and the tip see to that).
+    const history = atTip(13, { principal: ALICE, validatedAt: 10_000, upstreamEtag: '"h"' });
+    expect(evaluate(history, 10_500, chainWith(activity), TTL)).toBe('fresh');
+    activity.mempoolPolled({ kind: 'changed', principals: [ALICE], startedAt: 10_450, endedAt: 10_460 });
+    expect(evaluate(history, 10_500, chainWith(activity), TTL)).toBe('fresh');
     // Validated after the broadcast settled: fresh again.
     expect(evaluate({ ...nonce, validatedAt: 11_401 }, 11_500, chainWith(activity), TTL)).toBe('fresh');
   });
