@@ -218,6 +218,7 @@ export const ConfigSchema = z
         learnBlocks: z.boolean().describe("Learn each new block's touched principals from the upstream (learned freshness); false: broadcasts only"),
         learnerMaxTxPages: positiveInt.describe("Pages of a block's transactions (50 each) read at most; a larger block's touches are unknown (learning restarts)"),
         learnerMaxEventRequests: nonNegativeInt.describe("Requests for a block's transaction events (tx/multiple, 20 transactions each) at most; beyond, the block's touches are unknown"),
+        watcherMaxPages: positiveInt.describe("Requests one watcher poll may make to read a mempool larger than one page (50 transactions each, all of one mempool ETag); a larger mempool is a change of unknown extent at every poll"),
         watchMempool: z.boolean().describe("Poll the upstream's mempool list (one request per tip poll interval, If-None-Match) so that mempool entries the mempool did not change stay fresh past their TTL; only with a single upstream"),
       })
       .strict(),

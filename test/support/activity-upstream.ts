@@ -211,11 +211,12 @@ export class ActivityUpstream {
     if (path === '/extended/v1/tx/mempool') {
       const params = new URLSearchParams(query);
       const limit = Number(params.get('limit') ?? 20);
+      const offset = Number(params.get('offset') ?? 0);
       // ?address= lists that principal's pending transactions (as sender or recipient); the ETag stays the global one.
       const address = params.get('address');
       const listed = address === null ? this.mempool : this.mempool.filter((tx) => tx.sender_address === address || tx.token_transfer.recipient_address === address);
-      const results = [...listed].reverse().slice(0, limit);
-      return json(200, { limit, offset: 0, total: listed.length, results }, sha(this.mempool.map((tx) => tx.tx_id).join()));
+      const results = [...listed].reverse().slice(offset, offset + limit);
+      return json(200, { limit, offset, total: listed.length, results }, sha(this.mempool.map((tx) => tx.tx_id).join()));
     }
     if (path === '/extended/v1/tx/multiple') {
       const params = new URLSearchParams(query);
