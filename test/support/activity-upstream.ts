@@ -59,6 +59,8 @@ export class ActivityUpstream {
   private readonly mempool: { tx_id: string; tx_status: string; tx_type: string; sender_address: string; token_transfer: { recipient_address: string } }[] = [];
   /** Paths (regex on the url) answered 500 while set. */
   failing: RegExp | undefined;
+  /** Called with each request's url before it is answered (a test's way to change state between two requests). */
+  beforeAnswer: ((url: string) => void) | undefined;
   /** Broadcasts the codec cannot read are accepted too (as a node of a newer epoch might). */
   acceptUndecodable = false;
   /** The body of the last POST /v2/transactions, as received. */
@@ -167,6 +169,7 @@ export class ActivityUpstream {
       res.end(matches ? undefined : JSON.stringify(value));
     };
     if (this.failing?.test(url)) return json(500, { error: 'failing on purpose' });
+    this.beforeAnswer?.(url);
     if (req.method === 'POST' && path === '/v2/transactions') {
       this.lastBroadcast = body;
       const principals = broadcastPrincipals(body, req.headers['content-type']);
