@@ -191,7 +191,7 @@ function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstr
   // The watcher vouches for the mempool of the upstream it polls: only when that one answers every read.
   const watcher =
     settings.watchMempool && single
-      ? new MempoolWatcher({ source: upstream, origin: new URL(config.upstream.urls[0] as string).origin, activity, intervalMs: config.chainTip.pollIntervalMs, clock, telemetry })
+      ? new MempoolWatcher({ source: upstream, origin: new URL(config.upstream.urls[0] as string).origin, activity, intervalMs: config.chainTip.pollIntervalMs, maxPages: settings.watcherMaxPages, clock, telemetry })
       : undefined;
   const keyPrefix = config.cache.keyPrefix;
   const announcements = redis ? new ActivityAnnouncements({ activity, publish: (channel, message) => redis.publish(channel, message), keyPrefix, clock, telemetry }) : undefined;

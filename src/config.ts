@@ -221,6 +221,7 @@ export const ConfigSchema = z
         broadcastCaptureBudgetBytes: positiveInt.describe(
           'Bytes of POST /v2/transactions bodies held at once (all broadcasts of the process) to decode their principals; beyond, a body streams on uncaptured and counts as undecodable (every principal changed)',
         ),
+        watcherMaxPages: positiveInt.describe("Requests one watcher poll may make to read a mempool larger than one page (50 transactions each, all of one mempool ETag); a larger mempool is a change of unknown extent at every poll"),
         watchMempool: z.boolean().describe("Poll the upstream's mempool list (one request per tip poll interval, If-None-Match) so that mempool entries the mempool did not change stay fresh past their TTL; only with a single upstream"),
       })
       .strict(),

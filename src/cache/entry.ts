@@ -3,6 +3,8 @@
  * upstream headers clients should still see, and the timestamps the policy decides on.
  * Entries carry a schema version; anything that does not decode is a miss (counted).
  */
+import type { MovesWith } from '../chain/activity-view.js';
+
 export type FreshnessClass = 'final' | 'tip' | 'mempool';
 
 export interface CacheEntry {
@@ -33,6 +35,12 @@ export interface CacheEntry {
    * or a block that touched it, makes stale (chain/activity-view.ts, policy.ts `evaluate`).
    */
   principal?: string;
+  /**
+   * What the answer about `principal` moves with when narrower than anything about it
+   * (chain/activity-view.ts `MovesWith`): then a burn block alone does not make it stale.
+   * Absent (and in entries stored before it existed): anything.
+   */
+  movesWith?: MovesWith;
 }
 
 const MAGIC = 0x53; // 'S'
@@ -123,6 +131,7 @@ export function entryCost(key: string, entry: CacheEntry): number {
   if (entry.tipHash !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.tipHash);
   if (entry.listItem !== undefined) heapBytes += 4 * PROPERTY_BYTES;
   if (entry.principal !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.principal);
+  if (entry.movesWith !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.movesWith);
   return Math.ceil(HEAP_HEADROOM * heapBytes) + OWNED_BODY_BYTES + entry.body.length;
 }
 

@@ -291,15 +291,18 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
 }
 
 /**
- * Rules (a) and (b) of principal activity (chain/activity-view.ts): (a) an entry about a principal
- * a broadcast (or a mempool change the watcher saw) named after the entry was validated; (b) a
- * mempool entry about no principal (the global mempool routes, a transaction not found, which may
- * be the one just broadcast) validated before a broadcast or any change the watcher saw. Either is
- * what the upstream may now answer differently.
+ * Rules (a) and (b) of principal activity (chain/activity-view.ts): (a) a mempool entry about a
+ * principal a broadcast (or a mempool change the watcher saw) named after the entry was
+ * validated; (b) a mempool entry about no principal (the global mempool routes, a transaction not
+ * found, which may be the one just broadcast) validated before a broadcast or any change the
+ * watcher saw. Either is what the upstream may now answer differently. A `tip` entry is
+ * confirmed state (its ETag, when it has one, is a principal or chain_tip one: no pending
+ * transaction moves it), which only a block changes: the tip and rule (c) see to that.
  */
 export function changedByActivity(entry: CacheEntry, activity: ActivityView): boolean {
+  if (entry.cls !== 'mempool') return false;
   if (entry.principal !== undefined) return activity.principalChangedAfter(entry.principal, entry.validatedAt);
-  return entry.cls === 'mempool' && activity.mempoolChangedAfter(entry.validatedAt);
+  return activity.mempoolChangedAfter(entry.validatedAt);
 }
 
 /**
@@ -318,7 +321,7 @@ function isLearnedUnchanged(entry: CacheEntry, chain: ChainView, activity: Activ
   if (entry.principal === undefined || entry.tipHeight === undefined || entry.tipHash === undefined) return false;
   // An entry from a branch the chain left is not "unchanged" whatever the heights say.
   if (chain.canonical?.at(entry.tipHeight)?.indexBlockHash !== entry.tipHash) return false;
-  return activity.unchangedSince(entry.principal, entry.tipHeight, entry.validatedAt);
+  return activity.unchangedSince(entry.principal, entry.tipHeight, entry.validatedAt, entry.movesWith);
 }
 
 /**

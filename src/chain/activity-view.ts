@@ -3,6 +3,13 @@
  * reads it: broadcasts the upstream accepted through the proxy, and what each new block (and the
  * mempool) touched. Pure types; the registry that keeps them is src/chain/activity.ts.
  */
+/**
+ * What an answer about a principal moves with, when narrower than "anything about it":
+ * `transactions`: only its transactions, mined or pending (its nonces, its pending list), never
+ * PoX unlocks or matured miner rewards, so a burn block alone cannot change it.
+ */
+export type MovesWith = 'transactions';
+
 export interface ActivityView {
   /**
    * A broadcast accepted through the proxy (or a learned mempool change) named this principal
@@ -18,9 +25,10 @@ export interface ActivityView {
    * Every block after `tipHeight` up to the current tip was learned, none touched `principal`, and
    * nothing since `at` (a burn block, a reorg, a block whose touches are unknown, a gap) made that
    * knowledge unsafe: a confirmed-state entry about it validated at `tipHeight` is still what the
-   * upstream would answer.
+   * upstream would answer. A burn block makes it unsafe too, except for an answer that moves with
+   * the principal's transactions alone (`movesWith`).
    */
-  unchangedSince(principal: string, tipHeight: number, at: number): boolean;
+  unchangedSince(principal: string, tipHeight: number, at: number, movesWith?: MovesWith): boolean;
   /**
    * The mempool watcher's word (chain/mempool-watcher.ts): undefined unless every poll since `at`
    * compared the upstream's mempool with the one before and none saw a change naming `principal`

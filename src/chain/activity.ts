@@ -15,9 +15,11 @@
  *     for the principals' mempool entries (`mempoolUnchangedSince`).
  *   - Blocks: for each new canonical tip, which principals its block touched (block-learner.ts).
  *     `unchangedSince(p, h, at)` is true only while every block above `h` up to the tip was
- *     learned, none touched `p`, and nothing voided the learning since: a burn block (PoX unlocks
- *     change balances without a transaction), a reorg, a gap (a block never seen), a block whose
- *     touches could not be read in full. A void forgets everything learned before it.
+ *     learned, none touched `p`, and nothing voided the learning since: a reorg, a gap (a block
+ *     never seen), a block whose touches could not be read in full. A void forgets everything
+ *     learned before it. A burn block voids only what was learned about principals' state (PoX
+ *     unlocks change balances without a transaction): answers that move with a principal's
+ *     transactions alone (`movesWith: 'transactions'`: its nonces, its pending list) keep it.
  *
  * Bounded memory: at most `maxPrincipals` principals are remembered, the least recently touched
  * evicted first. An evicted principal leaves its marks on two watermarks (latest change, highest
@@ -28,7 +30,7 @@
  *
  * Pure state: no I/O, no clock (every method takes the time), no telemetry.
  */
-import type { ActivityView } from './activity-view.js';
+import type { ActivityView, MovesWith } from './activity-view.js';
 
 export interface ActivitySettings {
   /** Principals remembered at most; beyond, the least recently touched is evicted (conservatively). */
@@ -68,8 +70,13 @@ export type BlockTouches =
   /** The block's touches could not be read in full (pages, errors, a cap): learning is void. */
   | { kind: 'unknown'; why: string };
 
-/** Why learning was voided, or that a new block is to be learned. */
-export type TipOutcome = { kind: 'learn'; block: TipRef; epoch: number } | { kind: 'void'; why: 'first' | 'reorg' | 'burn_block' | 'gap' | 'no_burn_height' | 'same_height' };
+/**
+ * Why learning was voided, or that a new block is to be learned (`burnBlock`: it starts a new burn
+ * block, so what was learned about principals' state before it is void; their transactions' is not).
+ */
+export type TipOutcome =
+  | { kind: 'learn'; block: TipRef; epoch: number; burnBlock?: true }
+  | { kind: 'void'; why: 'first' | 'reorg' | 'gap' | 'no_burn_height' | 'same_height' };
 
 export type LearnOutcome = 'learned' | 'unknown' | 'outdated';
 
@@ -109,6 +116,12 @@ export class PrincipalActivity implements ActivityView {
   private learnedFrom = Number.POSITIVE_INFINITY;
   /** When learning was last voided (ms): nothing validated before then can lean on it. */
   private voidedAt = Number.POSITIVE_INFINITY;
+  /**
+   * The same two for principals' state alone, voided by burn blocks too: PoX unlocks (and the
+   * upstream's principal ETags with them) move balances without any transaction.
+   */
+  private stateLearnedFrom = Number.NEGATIVE_INFINITY;
+  private stateVoidedAt = Number.NEGATIVE_INFINITY;
   /** Counts voids: an answer about a block from before the latest void is ignored. */
   private epoch = 0;
   /** Blocks of this epoch whose touches are not known yet (by height). */
@@ -206,14 +219,18 @@ export class PrincipalActivity implements ActivityView {
       return { kind: 'void', why };
     }
     this.pending.set(next.height, next.indexBlockHash);
-    return { kind: 'learn', block: next, epoch: this.epoch };
+    if (next.burnHeight === previous?.burnHeight) return { kind: 'learn', block: next, epoch: this.epoch };
+    // A new burn block: state learned before it is void (entries from this tip on may lean on
+    // what is learned from here); this block's transactions are learned as any block's.
+    this.stateLearnedFrom = next.height;
+    this.stateVoidedAt = at;
+    return { kind: 'learn', block: next, epoch: this.epoch, burnBlock: true };
   }
 
   private voidReason(previous: TipRef | undefined, next: TipRef, reorg: boolean): (TipOutcome & { kind: 'void' })['why'] | undefined {
     if (!previous) return 'first';
     if (reorg) return 'reorg';
     if (next.burnHeight === 0 || previous.burnHeight === 0) return 'no_burn_height';
-    if (next.burnHeight !== previous.burnHeight) return 'burn_block';
     if (next.height === previous.height) return 'same_height';
     if (next.height !== previous.height + 1) return 'gap';
     return undefined;
@@ -243,12 +260,13 @@ export class PrincipalActivity implements ActivityView {
     return 'learned';
   }
 
-  unchangedSince(principal: string, tipHeight: number, at: number): boolean {
+  unchangedSince(principal: string, tipHeight: number, at: number, movesWith?: MovesWith): boolean {
     const tip = this.tip;
     if (!tip || this.pending.size > 0) return false;
     // The answer may come from an upstream up to lagBlocks behind the tip it was stamped with.
     const from = tipHeight - (this.settings.lagBlocks ?? 0);
     if (at < this.voidedAt || from < this.learnedFrom || tipHeight > tip.height) return false;
+    if (movesWith !== 'transactions' && (at < this.stateVoidedAt || from < this.stateLearnedFrom)) return false;
     if ((this.coinbaseUntil.get(principal) ?? Number.NEGATIVE_INFINITY) >= tip.height) return false;
     const touchedHeight = this.marksOf(principal).touchedHeight;
     return touchedHeight === undefined || touchedHeight <= from;

@@ -77,6 +77,8 @@ export class BlockLearner {
       telemetry.blockLearned(outcome.why);
       return;
     }
+    // Counted apart: what was learned of principals' state is void; the block is learned all the same.
+    if (outcome.burnBlock) telemetry.blockLearned('burn_block');
     if (this.inFlight >= LEARNING_AT_ONCE) {
       this.settle(tip, outcome.epoch, { kind: 'unknown', why: 'too many blocks being learned at once' });
       return;

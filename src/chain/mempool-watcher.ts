@@ -4,11 +4,15 @@
  * mempool ETag, at the tip poll's cadence. What each poll finds, compared with the poll before,
  * goes to the activity registry (activity.ts `mempoolPolled`):
  *   - 304: the mempool is the same, anywhere (the ETag is a digest of every pending tx id);
- *   - 200 holding the whole mempool (`total` within the page) after a poll that held it too: the
- *     transactions that came or went, and so exactly which principals' pending lists changed
- *     (every principal-shaped string of those transactions: touched-principals.ts);
- *   - anything else (the first poll, a larger mempool, an answer not understood): changed, in
- *     ways not known: every mempool entry validated before it is on its TTL again.
+ *   - 200 holding the whole mempool after a poll that held it too: the transactions that came or
+ *     went, and so exactly which principals' pending lists changed (every principal-shaped string
+ *     of those transactions: touched-principals.ts). A mempool larger than one page is read in
+ *     pages (`?limit=50&offset=…`, at most `maxPages` requests a poll), each of which must carry
+ *     the first page's ETag: the upstream's mempool ETag is a digest of every pending tx id, so
+ *     the same ETag means the pages are of one and the same mempool;
+ *   - anything else (the first poll, a mempool larger than maxPages pages, pages of different
+ *     mempools, an answer not understood): changed, in ways not known: every mempool entry
+ *     validated before it is on its TTL again.
  * A failed poll leaves the registry as it was: the next poll compares with the last one that
  * answered, and until one does the watcher's word ages out (policy.ts rule (d) takes it only
  * while the latest poll started within the mempool TTL).
@@ -46,6 +50,8 @@ export class MempoolWatcher {
       origin: string;
       activity: PrincipalActivity;
       intervalMs: number;
+      /** Requests one poll may make to read a mempool larger than one page (activity.watcherMaxPages). */
+      maxPages: number;
       clock: Clock;
       telemetry: Telemetry;
     },
@@ -87,31 +93,60 @@ export class MempoolWatcher {
       return;
     }
     if (response.status !== 200) return;
-    const current = wholeMempool(parseBoundedJson(response.body));
+    const etag = response.headers.etag;
+    const current = await this.readWhole(parseBoundedJson(response.body), etag);
     const previous = this.known;
     this.known = current;
     // Kept even when the set is not known: a 304 on it still means "the same mempool".
-    this.etag = response.headers.etag?.startsWith('"') ? response.headers.etag : undefined;
+    this.etag = etag?.startsWith('"') ? etag : undefined;
     if (!current || !previous) {
       activity.mempoolPolled({ kind: 'unknown', startedAt, endedAt });
       return;
     }
     activity.mempoolPolled({ kind: 'changed', principals: changedPrincipals(previous, current), startedAt, endedAt });
   }
+
+  /**
+   * The whole mempool from its first page, reading the next ones when it holds more (up to
+   * maxPages requests in all, each counted); undefined when it cannot be read whole and of one
+   * mempool (a strong ETag on every page, the same as the first's).
+   */
+  private async readWhole(first: unknown, etag: string | undefined): Promise<MempoolSet | undefined> {
+    const { source, origin, telemetry, maxPages } = this.deps;
+    const total = totalOf(first);
+    if (total === undefined) return undefined;
+    const set: MempoolSet = new Map();
+    if (!addPage(set, first)) return undefined;
+    if (set.size >= total) return set.size === total ? set : undefined;
+    if (!etag?.startsWith('"') || Math.ceil(total / MEMPOOL_PAGE) > maxPages) return undefined;
+    for (let offset = MEMPOOL_PAGE; set.size < total; offset += MEMPOOL_PAGE) {
+      telemetry.activityUpstreamRequest('watcher');
+      const page = await source.getFrom(origin, { path: `${PATH}&offset=${offset}`, route: 'mempool_watcher' });
+      const json = page.status === 200 && page.headers.etag === etag ? parseBoundedJson(page.body) : undefined;
+      const before = set.size;
+      // A page of another mempool, a total that moved, or a page that adds nothing new: not one whole mempool.
+      if (totalOf(json) !== total || !addPage(set, json) || set.size === before) return undefined;
+    }
+    return set.size === total ? set : undefined;
+  }
 }
 
-/** The transactions of an answer that holds the whole mempool; undefined for anything else. */
-function wholeMempool(answer: unknown): MempoolSet | undefined {
-  const page = answer as { total?: unknown; results?: unknown } | null;
-  if (typeof page?.total !== 'number' || !Array.isArray(page.results) || page.total > page.results.length) return undefined;
-  const set: MempoolSet = new Map();
-  for (const tx of page.results as { tx_id?: unknown }[]) {
-    if (typeof tx?.tx_id !== 'string') return undefined;
+function totalOf(answer: unknown): number | undefined {
+  const total = (answer as { total?: unknown } | null)?.total;
+  return typeof total === 'number' && Number.isSafeInteger(total) && total >= 0 ? total : undefined;
+}
+
+/** Adds a page's transactions (by id, with the principals each names); false for a page not understood. */
+function addPage(set: MempoolSet, answer: unknown): boolean {
+  const results = (answer as { results?: unknown } | null)?.results;
+  if (!Array.isArray(results)) return false;
+  for (const tx of results as { tx_id?: unknown }[]) {
+    if (typeof tx?.tx_id !== 'string') return false;
     const principals = new Set<string>();
     collectPrincipals(tx, principals);
     set.set(tx.tx_id, [...principals]);
   }
-  return set;
+  return true;
 }
 
 /** The principals of the transactions that came or went. */

@@ -126,7 +126,10 @@ function entryOf(facts: SurfaceFacts, response: UpstreamResponse, classification
     etag: upstreamEtag ?? bodyEtag(response.body),
     ...stamp(classification, asked),
   };
-  if (facts.principal !== undefined) entry.principal = facts.principal;
+  if (facts.principal !== undefined) {
+    entry.principal = facts.principal;
+    if (facts.family.movesWith !== undefined) entry.movesWith = facts.family.movesWith;
+  }
   return entry;
 }
 

@@ -13,6 +13,7 @@
  * - `never`: not cached, ever (a broadcast, a faucet): the passthrough's, untouched.
  */
 import type { FreshnessClass } from '../cache/entry.js';
+import type { MovesWith } from '../chain/activity-view.js';
 
 export type ChangeClass =
   | 'immutable'
@@ -46,6 +47,12 @@ export interface Family {
   evidence?: Evidence;
   /** Where the principal an entry is about comes from (entries get `principal` set). */
   principal?: { param: string } | { query: string };
+  /**
+   * `transactions`: the answer about the principal moves only with its transactions, mined or
+   * pending (never with PoX unlocks or matured rewards), so learning survives a burn block for it
+   * (chain/activity.ts; entries get `movesWith` set).
+   */
+  movesWith?: MovesWith;
   /** A 404 is stored briefly with this class (a later block can create the thing); absent: never stored. */
   notFound?: Exclude<FreshnessClass, 'final'>;
   /**
@@ -149,6 +156,7 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/extended/v1/tx/mempool', '/extended/v3/mempool/transactions'],
     change: 'etag:mempool',
     principal: { query: 'address' },
+    movesWith: 'transactions',
     why: 'the global mempool ETag (even with ?address=): any broadcast anywhere changes it',
   }),
   family({
@@ -321,6 +329,7 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/extended/v1/address/:principal/nonces', '/extended/v3/principals/:principal/nonces'],
     change: 'etag:principal_mempool',
     principal: { param: 'principal' },
+    movesWith: 'transactions',
     why: "next nonce counts the principal's pending txs: principal_mempool ETag (mempool class)",
   }),
   family({
@@ -329,6 +338,7 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/extended/v1/address/:principal/mempool', '/extended/v3/principals/:principal/mempool/transactions'],
     change: 'etag:principal_mempool',
     principal: { param: 'principal' },
+    movesWith: 'transactions',
     why: "a principal's pending transactions: principal_mempool ETag (mempool class)",
   }),
   family({

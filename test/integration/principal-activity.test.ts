@@ -427,12 +427,47 @@ describe('the mempool watcher', () => {
     expect(await cacheOf(missingTx)).toBe('MISS');
   });
 
-  it('a mempool larger than one answer changes every mempool entry', async () => {
+  it('a mempool larger than one answer is read in pages of one mempool ETag: a change naming others still leaves the entry fresh', async () => {
     await watch();
     await fetchRaw(proxy.url + balancePath(ERIN));
     clock += 4_500;
     for (let i = 0; i < 51; i++) upstream.addPending(FRANK, BOB);
+    const asked = upstream.count(/\/tx\/mempool\?/);
     await watch();
+    expect(upstream.count(/\/tx\/mempool\?/)).toBe(asked + 2); // two pages of 50
+    expect(upstream.requests.at(-1)?.url).toMatch(/offset=50$/);
+    clock += 100;
+    expect(await cacheOf(balancePath(ERIN))).toBe('HIT');
+    expect(await metricValue(proxy, 'stacks_proxy_activity_upstream_requests_total', { source: 'watcher' })).toBe(upstream.count(/\/tx\/mempool\?/));
+  });
+
+  it('pages of two different mempools (the ETag moved between them) are a change of unknown extent', async () => {
+    await watch();
+    await fetchRaw(proxy.url + balancePath(ERIN));
+    clock += 4_500;
+    upstream.addPending(FRANK, BOB); // a change naming others only, seen...
+    upstream.beforeAnswer = (url) => {
+      // ...but a transaction enters between the first page and the second.
+      if (url.includes('offset=50')) upstream.addPending(FRANK, BOB);
+    };
+    try {
+      await watch();
+    } finally {
+      upstream.beforeAnswer = undefined;
+    }
+    expect(upstream.requests.at(-1)?.url).toMatch(/offset=50$/);
+    clock += 100;
+    expect(await cacheOf(balancePath(ERIN))).toBe('REVALIDATED');
+  });
+
+  it('a mempool larger than activity.watcherMaxPages pages changes every mempool entry, at the cost of one request', async () => {
+    await watch();
+    await fetchRaw(proxy.url + balancePath(ERIN));
+    clock += 4_500;
+    for (let i = 0; i < 200; i++) upstream.addPending(FRANK, BOB); // more than 4 pages of 50
+    const asked = upstream.count(/\/tx\/mempool\?/);
+    await watch();
+    expect(upstream.count(/\/tx\/mempool\?/)).toBe(asked + 1);
     clock += 100;
     expect(await cacheOf(balancePath(ERIN))).toBe('REVALIDATED');
   });

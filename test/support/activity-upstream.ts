@@ -9,6 +9,8 @@
  *   - per principal: `/extended/v1/address/:p/stx` (principal_mempool ETag: moves with its confirmed
  *     and pending activity) and `/extended/v1/address/:p/transactions` (principal ETag: confirmed
  *     activity), whose bodies carry the principal's counters, so a stale answer is visible;
+ *   - `/extended/v1/tx/mempool` (also `?address=`: that principal's pending list; the global
+ *     mempool ETag either way), as the mempool watcher and wallets read it;
  *   - `POST /v2/transactions`: decodes the transaction (JSON `{tx}` or raw bytes) with
  *     @stacks/transactions and makes it pending for its sender (the sender's pending nonce moves).
  */
@@ -57,6 +59,8 @@ export class ActivityUpstream {
   private readonly mempool: { tx_id: string; tx_status: string; tx_type: string; sender_address: string; token_transfer: { recipient_address: string } }[] = [];
   /** Paths (regex on the url) answered 500 while set. */
   failing: RegExp | undefined;
+  /** Called with each request's url before it is answered (a test's way to change state between two requests). */
+  beforeAnswer: ((url: string) => void) | undefined;
   /** Broadcasts the codec cannot read are accepted too (as a node of a newer epoch might). */
   acceptUndecodable = false;
   /** The body of the last POST /v2/transactions, as received. */
@@ -196,6 +200,7 @@ export class ActivityUpstream {
       });
     };
     if (this.failing?.test(url)) return json(500, { error: 'failing on purpose' });
+    this.beforeAnswer?.(url);
     if (req.method === 'POST' && path === '/v2/transactions') {
       this.lastBroadcast = body;
       this.broadcasts.push(body);
@@ -239,9 +244,14 @@ export class ActivityUpstream {
       return json(200, { canonical: true, height: block.height, hash: block.hash, index_block_hash: block.indexBlockHash, burn_block_height: block.burnHeight });
     }
     if (path === '/extended/v1/tx/mempool') {
-      const limit = Number(new URLSearchParams(query).get('limit') ?? 20);
-      const results = [...this.mempool].reverse().slice(0, limit);
-      return json(200, { limit, offset: 0, total: this.mempool.length, results }, sha(this.mempool.map((tx) => tx.tx_id).join()));
+      const params = new URLSearchParams(query);
+      const limit = Number(params.get('limit') ?? 20);
+      const offset = Number(params.get('offset') ?? 0);
+      // ?address= lists that principal's pending transactions (as sender or recipient); the ETag stays the global one.
+      const address = params.get('address');
+      const listed = address === null ? this.mempool : this.mempool.filter((tx) => tx.sender_address === address || tx.token_transfer.recipient_address === address);
+      const results = [...listed].reverse().slice(offset, offset + limit);
+      return json(200, { limit, offset, total: listed.length, results }, sha(this.mempool.map((tx) => tx.tx_id).join()));
     }
     if (path === '/extended/v1/tx/multiple') {
       const params = new URLSearchParams(query);

@@ -86,8 +86,26 @@ describe('PrincipalActivity: blocks', () => {
     expect(activity.unchangedSince(ALICE, 11, 2_500)).toBe(true);
   });
 
+  it("voids what was learned of principals' state on a burn block, not what was learned of their transactions", () => {
+    const activity = learnedThrough(12);
+    const outcome = activity.tipChanged(block(13, 501), false, 5_000);
+    expect(outcome).toEqual({ kind: 'learn', block: block(13, 501), epoch: expect.any(Number), burnBlock: true });
+    if (outcome.kind !== 'learn') return;
+    activity.blockLearned(block(13, 501), outcome.epoch, { ...nothing, principals: [BOB] }, 5_001);
+    // Balances: PoX unlocks move them without a transaction, so nothing from before the burn block holds.
+    expect(activity.unchangedSince(ALICE, 11, 1_500)).toBe(false);
+    expect(activity.unchangedSince(ALICE, 13, 4_999)).toBe(false);
+    expect(activity.unchangedSince(ALICE, 13, 5_500)).toBe(true);
+    // Nonces and pending lists move with transactions alone: the burn block's own were learned.
+    expect(activity.unchangedSince(ALICE, 11, 1_500, 'transactions')).toBe(true);
+    expect(activity.unchangedSince(BOB, 11, 1_500, 'transactions')).toBe(false);
+    expect(activity.unchangedSince(BOB, 13, 5_500, 'transactions')).toBe(true);
+    // A burn block that is also a gap voids both.
+    expect(activity.tipChanged(block(15, 502), false, 6_000)).toEqual({ kind: 'void', why: 'gap' });
+    expect(activity.unchangedSince(ALICE, 13, 5_500, 'transactions')).toBe(false);
+  });
+
   it.each([
-    ['a burn block', block(13, 501), false, 'burn_block'],
     ['a reorg', block(13), true, 'reorg'],
     ['a gap', block(14), false, 'gap'],
     ['a tip without a burn height', block(13, 0), false, 'no_burn_height'],
@@ -233,6 +251,12 @@ describe('policy rules on principal activity', () => {
     expect(evaluate({ ...nonce, upstreamEtag: undefined }, 10_500, chainWith(activity), TTL)).toBe('refetch');
     // Another principal's entry is untouched.
     expect(evaluate({ ...nonce, principal: BOB }, 10_500, chainWith(activity), TTL)).toBe('fresh');
+    // So is her confirmed state (a tip entry: her history, her confirmed balance): a pending
+    // transaction does not move it, only a block does (rule (c) and the tip see to that).
+    const history = atTip(13, { principal: ALICE, validatedAt: 10_000, upstreamEtag: '"h"' });
+    expect(evaluate(history, 10_500, chainWith(activity), TTL)).toBe('fresh');
+    activity.mempoolPolled({ kind: 'changed', principals: [ALICE], startedAt: 10_450, endedAt: 10_460 });
+    expect(evaluate(history, 10_500, chainWith(activity), TTL)).toBe('fresh');
     // Validated after the broadcast settled: fresh again.
     expect(evaluate({ ...nonce, validatedAt: 11_401 }, 11_500, chainWith(activity), TTL)).toBe('fresh');
   });
@@ -275,6 +299,24 @@ describe('policy rules on principal activity', () => {
     expect(evaluate({ ...balance, status: 410 }, 6_500, chain, TTL)).toBe('revalidate');
     activity.mempoolPolled({ kind: 'changed', principals: [ALICE], startedAt: 6_000, endedAt: 6_010 });
     expect(evaluate(balance, 6_500, chain, TTL)).toBe('revalidate');
+  });
+
+  it("rule (d) across a burn block: a pending list or nonce (movesWith transactions) stays fresh, a balance does not", () => {
+    const activity = learnedThrough(12);
+    activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_010 });
+    const nonces = atTip(12, { cls: 'mempool', principal: ALICE, movesWith: 'transactions', validatedAt: 2_000, upstreamEtag: '"n"' });
+    const balance = { ...nonces, movesWith: undefined };
+    const burn = activity.tipChanged(block(13, 501), false, 3_000);
+    if (burn.kind !== 'learn') throw new Error('expected learn');
+    // While the burn block's transactions are being learned, nothing leans on blocks.
+    activity.mempoolPolled({ kind: 'unchanged', startedAt: 5_000, endedAt: 5_010 });
+    const chain = { ...chainWith(activity), burnHeight: 501 };
+    expect(evaluate(nonces, 6_500, chain, TTL)).toBe('revalidate');
+    activity.blockLearned(block(13, 501), burn.epoch, { ...nothing, principals: [BOB] }, 3_100);
+    expect(evaluate(nonces, 6_500, chain, TTL)).toBe('fresh');
+    expect(evaluate(balance, 6_500, chain, TTL)).toBe('revalidate');
+    // The burn block touched BOB: his pending list is asked for again.
+    expect(evaluate({ ...nonces, principal: BOB }, 6_500, chain, TTL)).toBe('revalidate');
   });
 
   it('without activity nothing changes', () => {

@@ -40,6 +40,14 @@ describe('surface upstream', () => {
     // alice pays bob: her mempool-aware ETag and the global mempool ETag move, nothing confirmed does.
     expect((await post('/v2/transactions', { tx: await signTransfer(alice, bob.address, 5n, await nextNonce(alice.address), 200n) })).status).toBe(200);
     const pending = await read();
+    // Her pending list, in the v1 form (deprecated) and the v3 one alike: one page, the principal_mempool ETag.
+    const v1List = await get(`/extended/v1/address/${alice.address}/mempool?limit=20`);
+    const v3List = await get(`/extended/v3/principals/${alice.address}/mempool/transactions?limit=20`);
+    expect(v1List.status).toBe(200);
+    expect(v1List.warning).toMatch(/^299 - "Deprecated/);
+    expect(JSON.parse(v1List.body)).toMatchObject({ limit: 20, offset: 0, total: 1 });
+    expect(v1List.body).toBe(v3List.body);
+    expect(v1List.etag).toBe(pending.aliceMempool);
     expect(pending.mempool).not.toBe(before.mempool);
     expect(pending.aliceMempool).not.toBe(before.aliceMempool);
     expect(pending.alicePrincipal).toBe(before.alicePrincipal);

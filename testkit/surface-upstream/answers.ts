@@ -345,6 +345,12 @@ const withPage = (q: URLSearchParams, max: number, then: (p: { limit: number; of
   const p = paging(q, max);
   return isReply(p) ? p : then(p);
 };
+/** A principal's pending transactions, newest first (v3 principals mempool/transactions and v1 address mempool). */
+const addressMempool = (s: Snapshot, p: string, q: URLSearchParams): Reply =>
+  withPage(q, 50, (pg) => {
+    const pending = s.mempool.filter((t) => t.sender === p || t.recipient === p).reverse();
+    return json(200, page(pending.map(pendingTxJson), pg), principalEtag(s, p, true));
+  });
 
 const ROUTES: Route[] = [
   r('GET', '/extended', 'chain_tip', false, (s) => {
@@ -450,12 +456,9 @@ const ROUTES: Route[] = [
   })),
   r('GET', '/extended/v1/address/:p/nonces', 'principal_mempool', true, principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true)))),
   r('GET', '/extended/v3/principals/:p/nonces', 'principal_mempool', false, principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true)))),
-  r('GET', '/extended/v3/principals/:p/mempool/transactions', 'principal_mempool', false, principalRoute((s, p, q) =>
-    withPage(q, 50, (pg) => {
-      const pending = s.mempool.filter((t) => t.sender === p || t.recipient === p).reverse();
-      return json(200, page(pending.map(pendingTxJson), pg), principalEtag(s, p, true));
-    }),
-  )),
+  r('GET', '/extended/v3/principals/:p/mempool/transactions', 'principal_mempool', false, principalRoute((s, p, q) => addressMempool(s, p, q))),
+  // The v1 form (deprecated, read-surface §1.4: principal_mempool): the same page of pending transactions.
+  r('GET', '/extended/v1/address/:p/mempool', 'principal_mempool', true, principalRoute((s, p, q) => addressMempool(s, p, q))),
   r('GET', '/extended/v1/address/:p/transactions', 'principal', true, principalRoute((s, p, q) =>
     withPage(q, 50, (pg) => {
       const txs = principalMined(s, p);
