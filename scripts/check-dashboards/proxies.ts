@@ -37,6 +37,10 @@ export async function startMainProxy(upstreamUrl: string, redisUrl: string): Pro
       ...SHARED_SETTINGS,
       cache: { ...SHARED_SETTINGS.cache, memory: { maxBytesWithRedis: MEMORY_TIER_BYTES } },
       admin: { token: ADMIN_TOKEN },
+      // The mempool watcher would keep the mix's expired mempool entries fresh (policy rule (d)), and
+      // the stale-while-revalidate and stale-if-error panels need them served stale: it runs on the
+      // peer, which feeds the principal-activity panels.
+      activity: { watchMempool: false },
     },
   });
   // defaultMetrics: the process and Node.js panels need prom-client's default metrics.
