@@ -2,17 +2,7 @@
  * A Zipf-distributed choice among ranked items (rank k drawn with probability proportional to
  * 1/k^s), from a seeded generator so every run draws the same sequence.
  */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    // mulberry32: small, fast, good enough to spread benchmark requests.
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+export { seededRandom } from '../../testkit/seeded-random.js';
 
 /** Returns a function drawing an index in [0, n) with Zipf exponent `s`. */
 export function zipfSampler(n: number, s: number, random: () => number): () => number {

@@ -116,6 +116,25 @@ function minedHeightOf(classification: Classification, tx: unknown): number | un
   return typeof height === 'number' ? height : undefined;
 }
 
+/**
+ * An answer kept as an entry: its status, body bytes and the headers clients still see, the
+ * upstream's strong ETag (or one of the body), its class stamped with the chain it was asked
+ * under, and the principal it is about (what broadcasts and blocks make stale).
+ */
+export function entryFromAnswer(response: UpstreamResponse, classification: Classification, asked: Snapshot, principal?: string): CacheEntry {
+  const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
+  const entry: CacheEntry = {
+    status: response.status,
+    body: response.body,
+    headers: forwardedHeaders(response),
+    upstreamEtag,
+    etag: upstreamEtag ?? bodyEtag(response.body),
+    ...stamp(classification, asked),
+  };
+  if (principal !== undefined) entry.principal = principal;
+  return entry;
+}
+
 /** Entry, pass-on or failure for one answer of a single-reader route. */
 export function admit(input: AdmitInput): Admission {
   const { response } = input;
@@ -128,16 +147,7 @@ export function admit(input: AdmitInput): Admission {
   const classification = classifyParsed({ ...input, status: response.status, chain: input.asked.chain, json: parsed.json });
   if (!classification) return passOn(response);
   if (isContradiction(classification)) return { kind: 'failure', error: contradicting(response.upstream, classification.contradiction) };
-  const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
-  const entry: CacheEntry = {
-    status: response.status,
-    body: response.body,
-    headers: forwardedHeaders(response),
-    upstreamEtag,
-    etag: upstreamEtag ?? bodyEtag(response.body),
-    ...stamp(classification, input.asked),
-  };
-  if (input.facts.principal !== undefined) entry.principal = input.facts.principal;
+  const entry = entryFromAnswer(response, classification, input.asked, input.facts.principal);
   // A transaction is stored once for /tx/{id} and tx/multiple: the list needs its place.
   if (input.freshness === 'transaction' && response.status === 200) {
     entry.listItem = { found: true, minedHeight: minedHeightOf(classification, parsed.json), unwrapped: true };

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ChainView } from '../chain/view.js';
-import { bodyEtag, forwardedHeaders, passOn, stamp, type Admission, type Confirmation, type Snapshot } from '../cache/admit.js';
+import { entryFromAnswer, passOn, stamp, type Admission, type Confirmation, type Snapshot } from '../cache/admit.js';
 import type { CacheEntry, FreshnessClass } from '../cache/entry.js';
 import { classifyTransaction, isContradiction, parseJson, type Classification, type Judgement } from '../cache/policy.js';
 import type { UpstreamResponse } from '../upstream/client.js';
@@ -37,7 +37,6 @@ export interface FinalEvidence {
 /** Stored 410s and cacheable 404s are held only this briefly: their class's TTL. */
 const GONE_CLASS: FreshnessClass = 'mempool';
 
-const isStrongEtag = (etag: string | undefined): etag is string => etag !== undefined && etag.startsWith('"');
 const isJsonType = (type: string | undefined): boolean => (type ?? '').toLowerCase().includes('json');
 
 const asObject = (value: unknown): Record<string, unknown> | undefined =>
@@ -117,19 +116,8 @@ export function wantsEvidence(facts: SurfaceFacts, status: number): boolean {
 }
 
 function entryOf(facts: SurfaceFacts, response: UpstreamResponse, classification: Classification, asked: Snapshot): CacheEntry {
-  const upstreamEtag = isStrongEtag(response.headers.etag) ? response.headers.etag : undefined;
-  const entry: CacheEntry = {
-    status: response.status,
-    body: response.body,
-    headers: forwardedHeaders(response),
-    upstreamEtag,
-    etag: upstreamEtag ?? bodyEtag(response.body),
-    ...stamp(classification, asked),
-  };
-  if (facts.principal !== undefined) {
-    entry.principal = facts.principal;
-    if (facts.family.movesWith !== undefined) entry.movesWith = facts.family.movesWith;
-  }
+  const entry = entryFromAnswer(response, classification, asked, facts.principal);
+  if (facts.principal !== undefined && facts.family.movesWith !== undefined) entry.movesWith = facts.family.movesWith;
   return entry;
 }
 

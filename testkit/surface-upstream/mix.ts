@@ -14,6 +14,7 @@ import { familyOf } from './families.js';
 import type { ChainCast } from './genesis.js';
 import { Cl, signContractCall, signTransfer } from './signing.js';
 import type { Wallet } from './wallets.js';
+import { seededRandom } from '../seeded-random.js';
 
 export type Actor = 'wallet' | 'explorer' | 'dapp' | 'send';
 
@@ -66,16 +67,6 @@ interface Task {
   run: () => Promise<void>;
 }
 
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const SECOND = 1000;
 
@@ -94,7 +85,7 @@ export class ClientMix {
   private pinnedTip: string | undefined;
 
   constructor(private readonly o: MixOptions) {
-    this.random = seeded(o.seed ?? 15);
+    this.random = seededRandom(o.seed ?? 15);
     this.now = o.now ?? Date.now;
     this.wallets = o.cast.wallets.slice(0, o.wallets);
   }
