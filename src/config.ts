@@ -11,6 +11,7 @@ import { parseRedisUrl, redactRedisUrl } from './cache/redis-url.js';
 import { API_KEY_HEADER, refusedHeader } from './upstream/outgoing-headers.js';
 import { ApiKeysSchema } from './limits/api-keys.js';
 import { parseCidr } from './limits/client-identity.js';
+import { LiveSchema } from './live/settings.js';
 
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
@@ -225,6 +226,8 @@ export const ConfigSchema = z
         watchMempool: z.boolean().describe("Poll the upstream's mempool list (one request per tip poll interval, If-None-Match) so that mempool entries the mempool did not change stay fresh past their TTL; only with a single upstream"),
       })
       .strict(),
+    // The live chain (issue 16): push feed, Redis notifier, block warm-up, WebSocket fan-out (src/live/settings.ts).
+    live: LiveSchema,
     passthrough: z
       .object({
         enabled: z.boolean().describe('Forward every other path to the upstream'),
