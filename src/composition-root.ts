@@ -53,6 +53,8 @@ import { MempoolWatcher } from './chain/mempool-watcher.js';
 import { ActivityAnnouncements, activityChannelName } from './cache/activity-announcements.js';
 import { createBroadcastObserver } from './http/broadcast-observer.js';
 import type { BroadcastSink } from './http/passthrough.js';
+import { upstreamLinksFor, type UpstreamLinks } from './live/upstream-links.js';
+import { PushFeed } from './live/push-feed.js';
 
 export interface ProxyServer {
   url: string;
@@ -60,6 +62,10 @@ export interface ProxyServer {
   server: Server;
   telemetry: ProxyTelemetry;
   tracker: ChainTipTracker;
+  /** The JSON-RPC links to the upstreams (issue 16), shared by the push feed and the fan-out. */
+  liveLinks: UpstreamLinks;
+  /** The push feed (undefined with live.push.enabled off). */
+  pushFeed?: PushFeed;
   store: TieredStore;
   upstream: UpstreamClient;
   health: UpstreamHealth;
@@ -371,8 +377,24 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
+  // The live chain (issue 16): one JSON-RPC link per upstream; the push feed starts after the
+  // first tip poll, since it compares its notifications with the polls.
+  const liveLinks = upstreamLinksFor(config, telemetry, now);
+  const pushFeed = config.live.push.enabled
+    ? new PushFeed({
+        origins: upstream.origins,
+        links: liveLinks,
+        tracker,
+        activity: activity?.activity,
+        settings: { ...config.live.push, pollIntervalMs: config.chainTip.pollIntervalMs },
+        clock: now,
+        telemetry,
+      })
+    : undefined;
+
   await tracker.pollOnce();
   tracker.start();
+  pushFeed?.start();
   activity?.watcher?.start();
   const http = await startHttpServer(handleRequest, {
     port: config.server.port,
@@ -403,10 +425,13 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     shuttingDown = true;
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
+    // The feed first: a notification arriving now must not start a poll.
+    await pushFeed?.close();
     const trackerStopped = tracker.stop();
     activity?.watcher?.stop();
     await drained;
     await trackerStopped;
+    await liveLinks.close();
     await admin.channel?.close();
     await activity?.channel?.close();
     await store.close();
@@ -430,6 +455,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     broadcastCapture: activity?.captureBudget,
     telemetry,
     tracker,
+    liveLinks,
+    pushFeed,
     store,
     upstream,
     health,

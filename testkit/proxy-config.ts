@@ -21,7 +21,8 @@ export function testConfig(options: TestConfigOptions): Config {
     REDIS_URL: options.redisUrl ?? '',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
   });
-  // Tests drive the tip poll themselves (tracker.pollOnce) unless they say otherwise.
-  const testDefaults = { chainTip: { pollIntervalMs: 60_000 } };
+  // Tests drive the tip poll themselves (tracker.pollOnce) unless they say otherwise; so no push
+  // feed either (it would poll on the fake's notifications, and open a WebSocket to it).
+  const testDefaults = { chainTip: { pollIntervalMs: 60_000 }, live: { push: { enabled: false } } };
   return ConfigSchema.parse(deepMerge(deepMerge(base, testDefaults), options.overrides ?? {}));
 }

@@ -44,6 +44,7 @@ export class FakeRpcChannel {
   private readonly wss = new WebSocketServer({ noServer: true, autoPong: false });
   private readonly topics = new Map<Kind, Map<string, Set<WebSocket>>>();
   private silent = false;
+  private publishing = true;
   /** Connections accepted since the start (reconnects count again). */
   connectionsOpened = 0;
   /** Every subscribe and unsubscribe request answered, in order. */
@@ -78,7 +79,7 @@ export class FakeRpcChannel {
     const route = routeOf(method, params);
     if (!route) throw new Error(`publish: no topic for ${method}`);
     const subscribers = this.topics.get(route.kind)?.get(route.key);
-    if (!subscribers || this.silent) return 0;
+    if (!subscribers || this.silent || !this.publishing) return 0;
     const text = rpcNotification(method, params).serialize();
     for (const ws of subscribers) ws.send(text);
     return subscribers.size;
@@ -97,6 +98,11 @@ export class FakeRpcChannel {
   /** While silent: no reply, no notification, no pong (a connection dead though TCP holds). */
   setSilent(silent: boolean): void {
     this.silent = silent;
+  }
+
+  /** While off, publish() sends nothing (a feed gone quiet while the connection and its pings live on). */
+  setPublishing(publishing: boolean): void {
+    this.publishing = publishing;
   }
 
   close(): void {
