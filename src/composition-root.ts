@@ -55,6 +55,7 @@ import { createBroadcastObserver } from './http/broadcast-observer.js';
 import type { BroadcastSink } from './http/passthrough.js';
 import { upstreamLinksFor, type UpstreamLinks } from './live/upstream-links.js';
 import { PushFeed } from './live/push-feed.js';
+import { RedisNotifierFeed } from './live/redis-notifier-feed.js';
 
 export interface ProxyServer {
   url: string;
@@ -66,6 +67,8 @@ export interface ProxyServer {
   liveLinks: UpstreamLinks;
   /** The push feed (undefined with live.push.enabled off). */
   pushFeed?: PushFeed;
+  /** The upstream's Redis change notifier, read (undefined without live.redisNotifier.url). */
+  redisNotifier?: RedisNotifierFeed;
   store: TieredStore;
   upstream: UpstreamClient;
   health: UpstreamHealth;
@@ -391,10 +394,20 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         telemetry,
       })
     : undefined;
+  const notifier = config.live.redisNotifier;
+  const redisNotifier =
+    notifier.url === null
+      ? undefined
+      : new RedisNotifierFeed({
+          settings: { url: notifier.url, stream: notifier.stream, blockMs: notifier.blockMs, retryMinMs: config.live.push.reconnectMinMs, retryMaxMs: config.live.push.reconnectMaxMs },
+          pollAll: () => upstream.origins.forEach((origin) => tracker.pollNow(origin)),
+          telemetry,
+        });
 
   await tracker.pollOnce();
   tracker.start();
   pushFeed?.start();
+  redisNotifier?.start();
   activity?.watcher?.start();
   const http = await startHttpServer(handleRequest, {
     port: config.server.port,
@@ -427,11 +440,13 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     const drained = Promise.all([http.close(), adminHttp.close()]);
     // The feed first: a notification arriving now must not start a poll.
     await pushFeed?.close();
+    const notifierClosed = redisNotifier?.close();
     const trackerStopped = tracker.stop();
     activity?.watcher?.stop();
     await drained;
     await trackerStopped;
     await liveLinks.close();
+    await notifierClosed;
     await admin.channel?.close();
     await activity?.channel?.close();
     await store.close();
@@ -457,6 +472,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     tracker,
     liveLinks,
     pushFeed,
+    redisNotifier,
     store,
     upstream,
     health,

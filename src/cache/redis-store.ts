@@ -60,6 +60,62 @@ export function createRedisClient({ url, commandTimeoutMs, autoPipelining }: Red
   return new Redis(url, common);
 }
 
+/** One entry of a Redis stream: its id and its fields as [name, value, name, value, ...]. */
+export interface StreamEntry {
+  id: string;
+  fields: string[];
+}
+
+/**
+ * Reads one Redis stream with XREAD BLOCK on a connection of its own (a blocking read holds its
+ * connection): the upstream's change notifier (src/live/redis-notifier-feed.ts). Commands fail
+ * at once while the connection is down (no offline queue); the caller waits and reads again.
+ */
+export class RedisStreamReader {
+  private readonly client: Client;
+
+  constructor(options: RedisClientOptions) {
+    this.client = createRedisClient({ ...options, autoPipelining: false });
+    // Without a listener ioredis would print every reconnect failure; the reader's caller retries.
+    this.client.on('error', () => undefined);
+  }
+
+  get connected(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  /** Resolves when the connection is up, or after `ms` whatever its state. */
+  whenConnected(ms: number): Promise<void> {
+    if (this.connected) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.client.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      this.client.once('ready', done);
+    });
+  }
+
+  /** The id of the stream's last entry, or `0-0` while it has none. */
+  async lastId(stream: string): Promise<string> {
+    const last = await this.client.xrevrange(stream, '+', '-', 'COUNT', 1);
+    return last[0]?.[0] ?? '0-0';
+  }
+
+  /** Up to `count` entries after `afterId`, waiting up to `blockMs` for one; none when none came. */
+  async read(stream: string, afterId: string, count: number, blockMs: number): Promise<StreamEntry[]> {
+    const reply = (await this.client.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', stream, afterId)) as [string, [string, string[]][]][] | null;
+    return (reply?.[0]?.[1] ?? []).map(([id, fields]) => ({ id, fields }));
+  }
+
+  close(): void {
+    this.client.disconnect();
+  }
+}
+
 // Keys a SCAN step looks at: big enough to walk a large keyspace quickly, small enough that one step never blocks Redis long.
 const SCAN_BATCH = 1000;
 

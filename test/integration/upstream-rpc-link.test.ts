@@ -61,7 +61,7 @@ describe('UpstreamRpcLink', () => {
     return seen;
   };
 
-  const opened = (link: UpstreamRpcLink) => expect.poll(() => link.state, { timeout: 5_000 }).toBe('open');
+  const opened = (link: UpstreamRpcLink) => expect.poll(() => link.state, { timeout: 10_000 }).toBe('open');
 
   it('subscribes upstream and hands on notifications with the upstream’s exact bytes', async () => {
     const upstream = await fakeWithChannel();
@@ -143,7 +143,7 @@ describe('UpstreamRpcLink', () => {
 
   it('closes and reopens a connection that stops answering pings', async () => {
     const upstream = await fakeWithChannel();
-    const { link } = linkTo(upstream.url, { pingIntervalMs: 50 });
+    const { link } = linkTo(upstream.url, { pingIntervalMs: 250 });
     link.start();
     await link.subscribe('block', { event: 'block' });
     await opened(link);
