@@ -46,7 +46,7 @@ async function startServers(cleanup: Cleanup): Promise<Servers> {
   cleanup.add('stop redis-server', () => redis.stop());
   // Principal ETags that move only with the principal's activity, as the upstream's do: the
   // ETag-scope confirmations panel needs a sibling URL's ETag to still hold after a block.
-  const upstream = await startFakeUpstream({ principalEtags: 'exact' });
+  const upstream = await startFakeUpstream({ principalEtags: 'exact', rpcChannel: true });
   cleanup.add('close fake upstream', () => upstream.close());
   const main = await startMainProxy(upstream.url, redis.url);
   cleanup.add('close main proxy', () => main.close());

@@ -41,6 +41,9 @@ export async function startMainProxy(upstreamUrl: string, redisUrl: string): Pro
       // the stale-while-revalidate and stale-if-error panels need them served stale: it runs on the
       // peer, which feeds the principal-activity panels.
       activity: { watchMempool: false },
+      // The push feed on the upstream's JSON-RPC channel (the traffic mix drops it and mutes it
+      // now and then, for the reconnect and distrust panels).
+      live: { push: { enabled: true, crossCheckIntervalMs: 1_000, distrustMs: 2_000, reconnectMinMs: 50, reconnectMaxMs: 200 } },
     },
   });
   // defaultMetrics: the process and Node.js panels need prom-client's default metrics.

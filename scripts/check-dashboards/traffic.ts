@@ -170,12 +170,18 @@ export class TrafficMix {
 
   /**
    * A new block every round; every other round a reorg instead, after which the tip entries the
-   * next round reads were validated on the old branch and are purged.
+   * next round reads were validated on the old branch and are purged. The main instance follows
+   * the upstream's push feed: every third block goes unannounced (the feed is then distrusted),
+   * and every fifth round the upstream drops its WebSocket (it reconnects).
    */
   private async moveChain(): Promise<void> {
+    const unannounced = this.rounds % 3 === 0;
+    if (unannounced) this.upstream.rpc.setPublishing(false);
     if (this.rounds % 2 === 0) this.upstream.reorg(1);
     else this.upstream.advanceTip(1);
     await Promise.all([this.main.tracker.pollOnce(), this.peer.tracker.pollOnce()]);
+    if (unannounced) this.upstream.rpc.setPublishing(true);
+    if (this.rounds % 5 === 0) this.upstream.rpc.dropAll();
   }
 
   private async withSlowUpstream<T>(paths: string | string[], run: () => Promise<T>): Promise<void> {
