@@ -367,8 +367,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
     else this.m.upstreamWsConnections.labels({ channel }).dec();
   }
 
+  // Debug only: an upstream that refuses WebSockets would otherwise log every few seconds for ever.
   upstreamWsReconnected(channel: UpstreamWsChannel): void {
     this.m.upstreamWsReconnects.labels({ channel }).inc();
+    this.logger.debug({ channel }, 'upstream WebSocket opening again');
   }
 
   pushNotified(origin: string, kind: PushKind): void {
