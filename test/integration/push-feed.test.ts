@@ -32,6 +32,7 @@ describe('push feed', () => {
     const proxy = await startTestProxy({
       upstreamUrls: [upstream.url],
       overrides: {
+        upstream: { apiKey: 'operator-key' },
         chainTip: { pollIntervalMs: NEVER_MS, ...chainTip },
         live: { push: { enabled: true, crossCheckIntervalMs: NEVER_MS, distrustMs: NEVER_MS, ...push } },
       },
@@ -47,6 +48,8 @@ describe('push feed', () => {
     const proxy = await proxyWithPush(upstream);
     await expect.poll(() => believed(proxy, upstream), WAIT).toBe(1);
     expect(upstream.rpc.connectionsOpened).toBe(1);
+    // With the operator's credentials, as reads and passthrough upgrades carry them.
+    expect(upstream.requests.filter((r) => r.method === 'UPGRADE').map((r) => [r.path, r.headers['x-api-key']])).toEqual([['/extended/v1/ws', 'operator-key']]);
     expect(upstream.rpc.subscribers('block')).toBe(1);
     expect(upstream.rpc.subscribers('mempool')).toBe(1);
     expect(await latestHeight(proxy)).toBe(RECORDED.tipHeight);
