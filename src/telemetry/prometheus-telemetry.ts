@@ -11,7 +11,7 @@ import { foldedCounter } from './folded.js';
 import { labelChildren } from './label-children.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
-import type { LookupResult, ServedRequest, Telemetry, Tier, TipLike } from './telemetry.js';
+import type { LookupResult, ServedRequest, Telemetry, Tier, TipLike, WsChannel } from './telemetry.js';
 
 export interface TelemetryOptions {
   logger: Logger;
@@ -360,5 +360,26 @@ class PrometheusTelemetry implements ProxyTelemetry {
     if (!this.rateLimitFailing) return;
     this.rateLimitFailing = false;
     this.logger.info('rate-limit budget (redis) available again: limits apply');
+  }
+
+  wsClientConnected(channel: WsChannel): void {
+    this.m.wsClients.inc({ channel });
+  }
+
+  wsClientClosed(channel: WsChannel): void {
+    this.m.wsClients.dec({ channel });
+  }
+
+  wsSubscriptionsChanged(channel: WsChannel, event: string, delta: 1 | -1): void {
+    this.m.wsSubscriptions.inc({ channel, event }, delta);
+  }
+
+  wsMessage(channel: WsChannel, direction: 'in' | 'out' | 'upstream_in'): void {
+    this.m.wsMessages.labels({ channel, direction }).inc();
+  }
+
+  wsClientDropped(channel: WsChannel, reason: string): void {
+    this.m.wsClientDrops.labels({ channel, reason }).inc();
+    this.logger.debug({ channel, reason }, 'fan-out client dropped over a bound');
   }
 }

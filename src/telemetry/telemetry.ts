@@ -104,7 +104,21 @@ export interface Telemetry {
   rateLimitFailedOpen(error: unknown): void;
   /** The shared budget answers again after failing. */
   rateLimitRecovered(): void;
+
+  // WebSocket fan-out (issue 16), both channels: `rpc` (/extended/v1/ws) and `socket_io`.
+  /** A client connected to a fan-out channel (its upgrade completed). */
+  wsClientConnected(channel: WsChannel): void;
+  /** A fan-out client's connection ended, for whatever reason. */
+  wsClientClosed(channel: WsChannel): void;
+  /** Client subscriptions of an event kind held on a channel went up (1) or down (-1). */
+  wsSubscriptionsChanged(channel: WsChannel, event: string, delta: 1 | -1): void;
+  /** One message: from a client (in), to a client (out), or from the upstream (upstream_in). */
+  wsMessage(channel: WsChannel, direction: 'in' | 'out' | 'upstream_in'): void;
+  /** A client closed, or its subscribe refused, over a bound (slow, rate, subscriptions, unresponsive, pending). */
+  wsClientDropped(channel: WsChannel, reason: string): void;
 }
+
+export type WsChannel = 'rpc' | 'socket_io';
 
 class NoopTelemetry implements Telemetry {
   requestServed(): void {}
@@ -144,6 +158,11 @@ class NoopTelemetry implements Telemetry {
   rateLimitDecided(): void {}
   rateLimitFailedOpen(): void {}
   rateLimitRecovered(): void {}
+  wsClientConnected(): void {}
+  wsClientClosed(): void {}
+  wsSubscriptionsChanged(): void {}
+  wsMessage(): void {}
+  wsClientDropped(): void {}
 }
 
 /** Ignores every event: for unit tests of a component that are not about its telemetry. */
