@@ -105,6 +105,18 @@ export interface Telemetry {
   /** The shared budget answers again after failing. */
   rateLimitRecovered(): void;
 
+  // The live chain (issue 16): upstream WebSockets and the push feed.
+  /** An upstream WebSocket of the live chain opened (true) or closed (false). */
+  upstreamWsConnectionChanged(channel: UpstreamWsChannel, open: boolean): void;
+  /** An upstream WebSocket is opened again after it dropped (or failed to open). */
+  upstreamWsReconnected(channel: UpstreamWsChannel): void;
+  /** A push notification of an upstream (or its Redis notifier) acted on. */
+  pushNotified(origin: string, kind: PushKind): void;
+  /** Whether an upstream's push feed is believed (its tip polled at the cross-check interval) or not. */
+  pushFeedBelieved(origin: string, believed: boolean): void;
+  /** A push feed not believed for live.push.distrustMs: a poll found a block it did not announce. */
+  pushDistrusted(origin: string, reason: string): void;
+
   // WebSocket fan-out (issue 16), both channels: `rpc` (/extended/v1/ws) and `socket_io`.
   /** A client connected to a fan-out channel (its upgrade completed). */
   wsClientConnected(channel: WsChannel): void;
@@ -118,6 +130,8 @@ export interface Telemetry {
   wsClientDropped(channel: WsChannel, reason: string): void;
 }
 
+export type UpstreamWsChannel = 'rpc' | 'socket_io';
+export type PushKind = 'block' | 'mempool' | 'redis_apply' | 'redis_rollback';
 export type WsChannel = 'rpc' | 'socket_io';
 
 class NoopTelemetry implements Telemetry {
@@ -158,6 +172,11 @@ class NoopTelemetry implements Telemetry {
   rateLimitDecided(): void {}
   rateLimitFailedOpen(): void {}
   rateLimitRecovered(): void {}
+  upstreamWsConnectionChanged(): void {}
+  upstreamWsReconnected(): void {}
+  pushNotified(): void {}
+  pushFeedBelieved(): void {}
+  pushDistrusted(): void {}
   wsClientConnected(): void {}
   wsClientClosed(): void {}
   wsSubscriptionsChanged(): void {}
