@@ -53,6 +53,11 @@ import { MempoolWatcher } from './chain/mempool-watcher.js';
 import { ActivityAnnouncements, activityChannelName } from './cache/activity-announcements.js';
 import { createBroadcastObserver } from './http/broadcast-observer.js';
 import type { BroadcastSink } from './http/passthrough.js';
+import { UpstreamLinks } from './live/upstream-links.js';
+import { ClientSlots } from './live/client-bounds.js';
+import { createWsRpcFanout, type WsRpcFanout } from './live/ws-rpc-fanout.js';
+import { createUpgradeRouter } from './live/upgrade-router.js';
+import type { UpgradeListener } from './http/server-lifecycle.js';
 
 export interface ProxyServer {
   url: string;
@@ -80,6 +85,10 @@ export interface ProxyServer {
   mempoolWatcher?: MempoolWatcher;
   /** Settles once this instance hears its peers' broadcast touches (at once without Redis). */
   activityChannelSubscribed: Promise<void>;
+  /** The JSON-RPC links to the upstreams (one per upstream, shared by the live parts); undefined with them off. */
+  upstreamLinks?: UpstreamLinks;
+  /** The /extended/v1/ws fan-out; undefined with live.fanout.enabled off (WebSockets are tunnelled). */
+  wsFanout?: WsRpcFanout;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
@@ -258,6 +267,50 @@ function createSurface(
   });
 }
 
+/** One JSON-RPC link per upstream, created on first use, shared by the push feed and the fan-out (issue 16). */
+function createUpstreamLinks(config: Config, telemetry: Telemetry, clock: Clock): UpstreamLinks {
+  const { push, fanout } = config.live;
+  return new UpstreamLinks((origin) => ({
+    origin,
+    headers: () => upstreamHeadersFor(origin, config.upstream),
+    pingIntervalMs: push.pingIntervalMs,
+    reconnectMinMs: push.reconnectMinMs,
+    reconnectMaxMs: push.reconnectMaxMs,
+    maxSubscriptions: fanout.maxUpstreamSubscriptions,
+    telemetry,
+    clock,
+  }));
+}
+
+/**
+ * The WebSocket fan-out (issue 16): clients' /extended/v1/ws subscriptions held on the shared
+ * link to the healthiest upstream, behind the upgrade router (same target decision and
+ * admission as a tunnel, and a client slot). Off: upgrades go to the passthrough's tunnel as before.
+ */
+function createFanout(
+  config: Config,
+  parts: { links: UpstreamLinks; preferredOrigin: () => string; passthroughUpgrade?: UpgradeListener; rateLimiter?: RateLimiter; telemetry: Telemetry; clock: Clock },
+): { rpc: WsRpcFanout; upgrade: UpgradeListener } {
+  const settings = config.live.fanout;
+  const rpc = createWsRpcFanout({
+    links: parts.links,
+    preferredOrigin: parts.preferredOrigin,
+    maxSubscriptionsPerClient: settings.maxSubscriptionsPerClient,
+    maxMessagesPerSecondPerClient: settings.maxMessagesPerSecondPerClient,
+    maxBufferedBytesPerClient: settings.maxBufferedBytesPerClient,
+    telemetry: parts.telemetry,
+    clock: parts.clock,
+  });
+  const upgrade = createUpgradeRouter({
+    rpc: (req, socket, head) => rpc.upgrade(req, socket, head),
+    fallback: parts.passthroughUpgrade,
+    slots: new ClientSlots(settings.maxClients),
+    rateLimiter: parts.rateLimiter,
+    telemetry: parts.telemetry,
+  });
+  return { rpc, upgrade };
+}
+
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
@@ -355,6 +408,12 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const surface = passthrough && config.surface.enabled ? createSurface(config, { readPath, readSpecs, chain, passthrough, telemetry, logger, now }) : undefined;
 
+  // Links open on first use: an upstream gets a JSON-RPC connection once the push feed or a client needs it.
+  const upstreamLinks = config.live.fanout.enabled || config.live.push.enabled ? createUpstreamLinks(config, telemetry, now) : undefined;
+  const fanout = upstreamLinks && config.live.fanout.enabled
+    ? createFanout(config, { links: upstreamLinks, preferredOrigin: () => health.preferredOrigin(), passthroughUpgrade: passthrough?.upgrade, rateLimiter: limits?.limiter, telemetry, clock: now })
+    : undefined;
+
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
     readPath,
@@ -381,8 +440,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     headersTimeoutMs: config.server.headersTimeoutMs,
     maxPipelinedRequests: config.server.maxPipelinedRequests,
     shutdownGraceMs: config.server.shutdownGraceMs,
-    // The passthrough refuses upgrades off its WebSocket paths (or all, with websockets off).
-    upgrade: passthrough?.upgrade,
+    // The fan-out's router takes its channels' upgrades and hands the rest to the passthrough,
+    // which refuses upgrades off its WebSocket paths (or all, with websockets off).
+    upgrade: fanout?.upgrade ?? passthrough?.upgrade,
   });
   let adminHttp: RunningServer;
   try {
@@ -401,6 +461,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
+    // Fanned-out clients get a close frame (1001, going away) before the server ends upgraded sockets.
+    await fanout?.rpc.close();
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
     const trackerStopped = tracker.stop();
@@ -411,6 +473,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     await activity?.channel?.close();
     await store.close();
     await limits?.budget.close();
+    await upstreamLinks?.close();
     await upstream.close();
     await passthroughClient.close();
   };
@@ -433,6 +496,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     store,
     upstream,
     health,
+    upstreamLinks,
+    wsFanout: fanout?.rpc,
     close,
   };
 }

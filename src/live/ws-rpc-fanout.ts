@@ -19,10 +19,9 @@ import { error as rpcError, JsonRpcError } from 'jsonrpc-lite';
 import type { Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { CLOSE_GOING_AWAY, CLOSE_POLICY_VIOLATION, CLOSE_TRY_AGAIN_LATER, MessageRate, tooSlow } from './client-bounds.js';
+import { RPC_PATH, type LinkState, type RpcNotification, type RpcReply, type UpstreamRpcLink } from './upstream-rpc-link.js';
 import { notificationTopicKey, readClientMessage, renderReply, subscriptionRefused, type ClientMessageOutcome, type Topic } from './rpc-topics.js';
 
-/** The upstream's JSON-RPC path; its server answers 400 on any other path that reaches it. */
-export const RPC_PATH = '/extended/v1/ws';
 /** Largest frame a client may send (subscribe messages are a few hundred bytes; a batch of 256, some 40 KB); beyond, ws closes it with 1009. */
 export const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
 /** The upstream's ping interval (STACKS_API_WS_PING_INTERVAL, 5 s): a client that misses one pong is dropped at the next. */
@@ -36,25 +35,8 @@ const CLOSE_GRACE_MS = 1_000;
 
 export type FanoutDropReason = 'slow' | 'rate' | 'subscriptions' | 'unresponsive' | 'pending';
 
-/** The upstream's answer to the link's subscribe (its `error`: the upstream's error object, or 'closed', 'timeout', 'over-limit'). */
-export type LinkReply = { ok: true; result: unknown } | { ok: false; error: unknown };
-export type LinkState = 'connecting' | 'open' | 'closed';
-export interface LinkNotification {
-  method: string;
-  params: unknown;
-  /** The frame's text exactly as the upstream sent it. */
-  text: string;
-}
-
-/** What the fan-out needs of one shared upstream link (upstream-rpc-link.ts UpstreamRpcLink). */
-export interface FanoutLink {
-  /** One more holder of a topic; the first one subscribes upstream. */
-  subscribe(key: string, params: Record<string, unknown>): Promise<LinkReply>;
-  /** One holder fewer; the last one unsubscribes upstream. */
-  unsubscribe(key: string): void;
-  onNotification(listener: (notification: LinkNotification) => void): () => void;
-  onState(listener: (state: LinkState) => void): () => void;
-}
+/** What the fan-out needs of one shared upstream link. */
+export type FanoutLink = Pick<UpstreamRpcLink, 'subscribe' | 'unsubscribe' | 'onNotification' | 'onState'>;
 
 /** What the fan-out needs of the shared links (upstream-links.ts UpstreamLinks). */
 export interface RpcLinkSource {
@@ -99,8 +81,8 @@ interface Client {
 interface HeldTopic {
   topic: Topic;
   clients: Set<Client>;
-  /** The upstream's answer to the link's subscribe (every later subscriber waits on it too). */
-  ready: Promise<LinkReply>;
+  /** The upstream's answer (every later subscriber waits on it too). */
+  ready: Promise<RpcReply>;
 }
 
 interface AttachedLink {
@@ -116,6 +98,8 @@ export function createWsRpcFanout(options: WsRpcFanoutOptions): WsRpcFanout {
 }
 
 class RpcFanout implements WsRpcFanout {
+  // With `path`, ws answers 400 to an upgrade routed here by prefix whose path is not exactly
+  // RPC_PATH (`/extended/v1/wsx`), as the upstream's ws server does.
   private readonly wss = new WebSocketServer({ noServer: true, path: RPC_PATH, maxPayload: MAX_CLIENT_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
   private readonly clients = new Set<Client>();
   private readonly topics = new Map<string, HeldTopic>();
@@ -266,7 +250,7 @@ class RpcFanout implements WsRpcFanout {
    */
   private linkState(state: LinkState): void {
     const attached = this.attached;
-    if (state !== 'closed' || !attached || this.closing) return;
+    if (state !== 'connecting' || !attached || this.closing) return;
     const preferred = this.options.preferredOrigin();
     if (preferred === attached.origin) return;
     attached.detach();
@@ -279,7 +263,7 @@ class RpcFanout implements WsRpcFanout {
   }
 
   /** An upstream notification, as the upstream's frame text, to exactly the clients subscribed to its topic. */
-  private deliver(notification: LinkNotification): void {
+  private deliver(notification: RpcNotification): void {
     this.options.telemetry.wsMessage(CHANNEL, 'upstream_in');
     const key = notificationTopicKey(notification.method, notification.params);
     const entry = key === undefined ? undefined : this.topics.get(key);
