@@ -6,10 +6,15 @@
  * that drops mid-stream, and the bounds (slow clients, subscriptions, message rate, frame size,
  * rate-limit admission of the upgrade, total clients), and shutdown.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { c32address } from 'c32check';
 import type { ProxyServer } from '../../src/composition-root.js';
+import { UpstreamLinks } from '../../src/live/upstream-links.js';
+import { createWsRpcFanout, type WsRpcFanout } from '../../src/live/ws-rpc-fanout.js';
+import { noopTelemetry } from '../../src/telemetry/telemetry.js';
 import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
@@ -317,6 +322,14 @@ describe('WebSocket fan-out of /extended/v1/ws', () => {
     await expect.poll(admitted, { timeout: 5_000 }).toBe(true);
   });
 
+  it('answers 400 on a path that only starts with /extended/v1/ws, as the upstream’s ws server does', async () => {
+    const upstream = await upstreamWithChannel();
+    const proxy = await proxyFor(upstream);
+    const [answer] = parseResponses(await exchangeRaw(proxy.port, upgradeHead('/extended/v1/wsx')));
+    expect(answer?.status).toBe(400);
+    await peer(`${proxy.url}`);
+  });
+
   it('routes other upgrades to the passthrough as before', async () => {
     const upstream = await upstreamWithChannel();
     const proxy = await proxyFor(upstream);
@@ -342,5 +355,76 @@ describe('WebSocket fan-out of /extended/v1/ws', () => {
     await proxy.close();
     expect(await Promise.all(clients.map((client) => client.closed))).toEqual([1001, 1001]);
     await expect.poll(() => upstream.rpc.connections).toBe(0);
+  });
+});
+
+describe('the fan-out on its own server (heartbeat, moving to another upstream)', () => {
+  const { defer } = useCleanups();
+
+  /** A fan-out behind a plain HTTP server, with a short heartbeat and a preferred upstream the test chooses. */
+  async function fanoutServer(preferred: () => string, heartbeatMs = 60_000): Promise<{ url: string; fanout: WsRpcFanout }> {
+    const links = new UpstreamLinks((origin) => ({ origin, headers: () => ({}), pingIntervalMs: 60_000, reconnectMinMs: 20, reconnectMaxMs: 100, maxSubscriptions: 100, telemetry: noopTelemetry }));
+    const fanout = createWsRpcFanout({
+      links,
+      preferredOrigin: preferred,
+      maxSubscriptionsPerClient: 10,
+      maxMessagesPerSecondPerClient: 100,
+      maxBufferedBytesPerClient: 1024 * 1024,
+      telemetry: noopTelemetry,
+      clock: () => Date.now(),
+      heartbeatMs,
+    });
+    const server = createServer();
+    server.on('upgrade', (req, socket, head) => fanout.upgrade(req, socket as Socket, head));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    defer(async () => {
+      await fanout.close();
+      await links.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, fanout };
+  }
+
+  const upstreamWithChannel = async (): Promise<FakeUpstream> => {
+    const upstream = await startFakeUpstream({ rpcChannel: true });
+    defer(() => upstream.close());
+    return upstream;
+  };
+
+  it('drops a client that does not answer pings, and keeps one that does', async () => {
+    const upstream = await upstreamWithChannel();
+    const { url, fanout } = await fanoutServer(() => upstream.url, 50);
+    const silent = await connect(url, { autoPong: false });
+    const answering = await connect(url);
+    defer(async () => (silent.ws.terminate(), answering.ws.terminate()));
+    let pings = 0;
+    answering.ws.on('ping', () => (pings += 1));
+    expect(await silent.closed).toBe(1006);
+    // Several heartbeats later the answering client is still there.
+    await expect.poll(() => pings).toBeGreaterThanOrEqual(4);
+    expect(answering.isClosed()).toBe(false);
+    expect(fanout.clientCount).toBe(1);
+  });
+
+  it('moves the topics to the newly preferred upstream while the link is down, and delivers from there', async () => {
+    const [first, second] = [await upstreamWithChannel(), await upstreamWithChannel()];
+    let preferred = first.url;
+    const { url, fanout } = await fanoutServer(() => preferred);
+    const client = await connect(url);
+    defer(async () => client.ws.terminate());
+    await client.ask(subscribe(1, { event: 'block' }));
+    expect(first.rpc.subscribers('block')).toBe(1);
+
+    preferred = second.url;
+    first.rpc.dropAll();
+    await expect.poll(() => second.rpc.subscribers('block'), { timeout: 10_000 }).toBe(1);
+    second.advanceTip();
+    await expect.poll(() => client.frames.length).toBe(2);
+    expect(JSON.parse(client.frames[1] as string).params.height).toBe(second.tip().height);
+    // The first upstream's link came back without the topic.
+    await expect.poll(() => first.rpc.connectionsOpened, { timeout: 10_000 }).toBe(2);
+    expect(first.rpc.subscribers('block')).toBe(0);
+    expect(fanout.topicCount).toBe(1);
+    expect(client.isClosed()).toBe(false);
   });
 });
