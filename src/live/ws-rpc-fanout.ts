@@ -189,7 +189,7 @@ class RpcFanout implements WsRpcFanout {
     }
     await Promise.all(waits);
     const text = renderReply(reply);
-    if (text !== undefined) this.send(client, text);
+    if (text !== undefined) this.send(client, Buffer.from(text, 'utf8'));
   }
 
   /** Waits (bounded) for the upstream's answer to a topic; a refusal replaces the client's success and lets go of its hold. */
@@ -268,16 +268,19 @@ class RpcFanout implements WsRpcFanout {
     const key = notificationTopicKey(notification.method, notification.params);
     const entry = key === undefined ? undefined : this.topics.get(key);
     if (!entry) return;
-    for (const client of [...entry.clients]) this.send(client, notification.text);
+    // Encoded once for every client (a block notification can be a few hundred KB).
+    const frame = Buffer.from(notification.text, 'utf8');
+    for (const client of [...entry.clients]) this.send(client, frame);
   }
 
-  private send(client: Client, text: string): void {
+  /** One text frame to a client, unless that would leave more than the bound waiting to be written to it. */
+  private send(client: Client, frame: Buffer): void {
     if (client.dropped || client.ws.readyState !== WebSocket.OPEN) return;
-    if (tooSlow(client.ws.bufferedAmount + Buffer.byteLength(text), this.options.maxBufferedBytesPerClient)) {
+    if (tooSlow(client.ws.bufferedAmount + frame.length, this.options.maxBufferedBytesPerClient)) {
       this.drop(client, 'slow', CLOSE_TRY_AGAIN_LATER, 'too slow to keep up');
       return;
     }
-    client.ws.send(text);
+    client.ws.send(frame, { binary: false });
     this.options.telemetry.wsMessage(CHANNEL, 'out');
   }
 
