@@ -36,7 +36,7 @@ const CLOSE_GRACE_MS = 1_000;
 export type FanoutDropReason = 'slow' | 'rate' | 'subscriptions' | 'unresponsive' | 'pending';
 
 /** What the fan-out needs of one shared upstream link. */
-export type FanoutLink = Pick<UpstreamRpcLink, 'subscribe' | 'unsubscribe' | 'onNotification' | 'onState'>;
+export type FanoutLink = Pick<UpstreamRpcLink, 'subscribe' | 'unsubscribe' | 'onNotification' | 'onState' | 'state'>;
 
 /** What the fan-out needs of the shared links (upstream-links.ts UpstreamLinks). */
 export interface RpcLinkSource {
@@ -247,10 +247,16 @@ class RpcFanout implements WsRpcFanout {
   /**
    * While the link is down, a better upstream may have become the preferred one: the topics move
    * there (held on the new link, let go of on the old), so clients do not wait on a dead upstream.
+   * Checked when the link drops and at every heartbeat while it stays down (health may take a
+   * few failures to give up on the old upstream).
    */
   private linkState(state: LinkState): void {
+    if (state === 'connecting') this.reconsiderLink();
+  }
+
+  private reconsiderLink(): void {
     const attached = this.attached;
-    if (state !== 'connecting' || !attached || this.closing) return;
+    if (!attached || this.closing || attached.link.state === 'open') return;
     const preferred = this.options.preferredOrigin();
     if (preferred === attached.origin) return;
     attached.detach();
@@ -312,6 +318,7 @@ class RpcFanout implements WsRpcFanout {
 
   /** The upstream's heartbeat: a client that did not answer the previous ping is dropped. */
   private beat(): void {
+    this.reconsiderLink();
     for (const client of this.clients) {
       if (client.dropped) continue;
       if (!client.alive) {

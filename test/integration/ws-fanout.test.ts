@@ -427,4 +427,20 @@ describe('the fan-out on its own server (heartbeat, moving to another upstream)'
     expect(fanout.topicCount).toBe(1);
     expect(client.isClosed()).toBe(false);
   });
+
+  it('moves the topics when the upstream stays down and another becomes the preferred one later', async () => {
+    const [first, second] = [await startFakeUpstream({ rpcChannel: true }), await upstreamWithChannel()];
+    let preferred = first.url;
+    const { url } = await fanoutServer(() => preferred, 50);
+    const client = await connect(url);
+    defer(async () => client.ws.terminate());
+    await client.ask(subscribe(1, { event: 'address_tx_update', address: ADDRESS_A }));
+    await first.close();
+    // Health gives up on the first upstream only later: the heartbeat notices.
+    preferred = second.url;
+    await expect.poll(() => second.rpc.subscribers('principalTransactions', ADDRESS_A), { timeout: 10_000 }).toBe(1);
+    second.rpc.publish('address_tx_update', { address: ADDRESS_A, tx_id: TX_ID });
+    await expect.poll(() => client.frames.length).toBe(2);
+    expect(client.isClosed()).toBe(false);
+  });
 });
