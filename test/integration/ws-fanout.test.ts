@@ -347,6 +347,20 @@ describe('WebSocket fan-out of /extended/v1/ws', () => {
     expect(await echoed).toBe('echo:40');
   });
 
+  it('answers other upgrades itself when the passthrough is off, and still fans out', async () => {
+    const upstream = await upstreamWithChannel();
+    const proxy = await proxyFor(upstream, { passthrough: { enabled: false } });
+    const [notFound] = parseResponses(await exchangeRaw(proxy.port, upgradeHead('/socket.io/?EIO=4&transport=websocket')));
+    expect(notFound?.status).toBe(404);
+    const [refused] = parseResponses(await exchangeRaw(proxy.port, upgradeHead('/extended/v1/ws/%zz')));
+    expect(refused?.status).toBe(400);
+    expect(upstream.count((r) => r.method === 'UPGRADE')).toBe(0);
+    const client = await peer(proxy.url);
+    expect(await client.ask(subscribe(1, { event: 'block' }))).toBe('{"jsonrpc":"2.0","id":1,"result":{}}');
+    // The one upgrade the upstream saw is the link's.
+    expect(upstream.count((r) => r.method === 'UPGRADE')).toBe(1);
+  });
+
   it('closes every client with 1001 at shutdown', async () => {
     const upstream = await upstreamWithChannel();
     const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
