@@ -56,6 +56,10 @@ import type { BroadcastSink } from './http/passthrough.js';
 import { upstreamLinksFor, type UpstreamLinks } from './live/upstream-links.js';
 import { PushFeed } from './live/push-feed.js';
 import { RedisNotifierFeed } from './live/redis-notifier-feed.js';
+import { ClientSlots } from './live/client-bounds.js';
+import { createWsRpcFanout, type WsRpcFanout } from './live/ws-rpc-fanout.js';
+import { createUpgradeRouter } from './live/upgrade-router.js';
+import type { UpgradeListener } from './http/server-lifecycle.js';
 
 export interface ProxyServer {
   url: string;
@@ -63,8 +67,6 @@ export interface ProxyServer {
   server: Server;
   telemetry: ProxyTelemetry;
   tracker: ChainTipTracker;
-  /** The JSON-RPC links to the upstreams (issue 16), shared by the push feed and the fan-out. */
-  liveLinks: UpstreamLinks;
   /** The push feed (undefined with live.push.enabled off). */
   pushFeed?: PushFeed;
   /** The upstream's Redis change notifier, read (undefined without live.redisNotifier.url). */
@@ -89,6 +91,10 @@ export interface ProxyServer {
   mempoolWatcher?: MempoolWatcher;
   /** Settles once this instance hears its peers' broadcast touches (at once without Redis). */
   activityChannelSubscribed: Promise<void>;
+  /** The JSON-RPC links to the upstreams (issue 16: one per upstream, opened on first use, shared by the push feed and the fan-out). */
+  upstreamLinks: UpstreamLinks;
+  /** The /extended/v1/ws fan-out; undefined with live.fanout.enabled off (WebSockets are tunnelled). */
+  wsFanout?: WsRpcFanout;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
@@ -267,6 +273,35 @@ function createSurface(
   });
 }
 
+/**
+ * The WebSocket fan-out (issue 16): clients' /extended/v1/ws subscriptions held on the shared
+ * link to the healthiest upstream, behind the upgrade router (same target decision and
+ * admission as a tunnel, and a client slot). Off: upgrades go to the passthrough's tunnel as before.
+ */
+function createFanout(
+  config: Config,
+  parts: { links: UpstreamLinks; preferredOrigin: () => string; passthroughUpgrade?: UpgradeListener; rateLimiter?: RateLimiter; telemetry: Telemetry; clock: Clock },
+): { rpc: WsRpcFanout; upgrade: UpgradeListener } {
+  const settings = config.live.fanout;
+  const rpc = createWsRpcFanout({
+    links: parts.links,
+    preferredOrigin: parts.preferredOrigin,
+    maxSubscriptionsPerClient: settings.maxSubscriptionsPerClient,
+    maxMessagesPerSecondPerClient: settings.maxMessagesPerSecondPerClient,
+    maxBufferedBytesPerClient: settings.maxBufferedBytesPerClient,
+    telemetry: parts.telemetry,
+    clock: parts.clock,
+  });
+  const upgrade = createUpgradeRouter({
+    rpc: (req, socket, head) => rpc.upgrade(req, socket, head),
+    fallback: parts.passthroughUpgrade,
+    slots: new ClientSlots(settings.maxClients),
+    rateLimiter: parts.rateLimiter,
+    telemetry: parts.telemetry,
+  });
+  return { rpc, upgrade };
+}
+
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
@@ -364,6 +399,13 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const surface = passthrough && config.surface.enabled ? createSurface(config, { readPath, readSpecs, chain, passthrough, telemetry, logger, now }) : undefined;
 
+  // The live chain (issue 16): one JSON-RPC link per upstream, shared by the push feed and the
+  // fan-out; a link opens on first use, when the push feed or a client needs it.
+  const upstreamLinks = upstreamLinksFor(config, telemetry, now);
+  const fanout = config.live.fanout.enabled
+    ? createFanout(config, { links: upstreamLinks, preferredOrigin: () => health.preferredOrigin(), passthroughUpgrade: passthrough?.upgrade, rateLimiter: limits?.limiter, telemetry, clock: now })
+    : undefined;
+
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
     readPath,
@@ -380,13 +422,11 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
-  // The live chain (issue 16): one JSON-RPC link per upstream; the push feed starts after the
-  // first tip poll, since it compares its notifications with the polls.
-  const liveLinks = upstreamLinksFor(config, telemetry, now);
+  // The push feed starts after the first tip poll, since it compares its notifications with the polls.
   const pushFeed = config.live.push.enabled
     ? new PushFeed({
         origins: upstream.origins,
-        links: liveLinks,
+        links: upstreamLinks,
         tracker,
         activity: activity?.activity,
         settings: { ...config.live.push, pollIntervalMs: config.chainTip.pollIntervalMs },
@@ -416,8 +456,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     headersTimeoutMs: config.server.headersTimeoutMs,
     maxPipelinedRequests: config.server.maxPipelinedRequests,
     shutdownGraceMs: config.server.shutdownGraceMs,
-    // The passthrough refuses upgrades off its WebSocket paths (or all, with websockets off).
-    upgrade: passthrough?.upgrade,
+    // The fan-out's router takes its channels' upgrades and hands the rest to the passthrough,
+    // which refuses upgrades off its WebSocket paths (or all, with websockets off).
+    upgrade: fanout?.upgrade ?? passthrough?.upgrade,
   });
   let adminHttp: RunningServer;
   try {
@@ -436,6 +477,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
+    // Fanned-out clients get a close frame (1001, going away) before the server ends upgraded sockets.
+    await fanout?.rpc.close();
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
     // The feed first: a notification arriving now must not start a poll.
@@ -445,12 +488,12 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     activity?.watcher?.stop();
     await drained;
     await trackerStopped;
-    await liveLinks.close();
     await notifierClosed;
     await admin.channel?.close();
     await activity?.channel?.close();
     await store.close();
     await limits?.budget.close();
+    await upstreamLinks.close();
     await upstream.close();
     await passthroughClient.close();
   };
@@ -470,12 +513,13 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     broadcastCapture: activity?.captureBudget,
     telemetry,
     tracker,
-    liveLinks,
     pushFeed,
     redisNotifier,
     store,
     upstream,
     health,
+    upstreamLinks,
+    wsFanout: fanout?.rpc,
     close,
   };
 }

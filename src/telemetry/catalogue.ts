@@ -229,6 +229,23 @@ export const METRICS = {
     'Times an upstream push feed was not believed for live.push.distrustMs, by origin and reason (unannounced: a poll found a block the feed did not announce).',
     ['origin', 'reason'],
   ),
+  // WebSocket fan-out (issue 16): channel (rpc, socket_io), event kinds and reasons only, never a topic's address or id.
+  wsClients: gauge('stacks_proxy_ws_clients', 'WebSocket clients connected to a fan-out channel (rpc: /extended/v1/ws, socket_io: /socket.io/).', ['channel']),
+  wsSubscriptions: gauge(
+    'stacks_proxy_ws_subscriptions',
+    'Client subscriptions held on a fan-out channel, by event kind (rpc: block, mempool, tx_update, address_tx_update, ...); each client counts once per topic.',
+    ['channel', 'event'],
+  ),
+  wsMessages: counter(
+    'stacks_proxy_ws_messages_total',
+    'Fan-out messages by channel and direction: in (from clients), out (to clients: replies and notifications), upstream_in (notifications from the upstream link).',
+    ['channel', 'direction'],
+  ),
+  wsClientDrops: counter(
+    'stacks_proxy_ws_client_drops_total',
+    'Fan-out clients closed or refused over a bound, by channel and reason: slow (bytes waiting past live.fanout.maxBufferedBytesPerClient, closed 1013), rate (messages per second, closed 1008), pending (unanswered messages, closed 1008), unresponsive (no pong), subscriptions (a subscribe refused: too many for the client, or upstream).',
+    ['channel', 'reason'],
+  ),
   redisCommandDuration: histogram('stacks_proxy_redis_command_duration_seconds', 'Redis command latency by command.', ['command'], REDIS_BUCKETS),
   // The usual Prometheus idiom: a constant 1 whose labels say what runs (`count by (version)`).
   buildInfo: gauge('stacks_proxy_build_info', 'Always 1; the labels say which proxy version runs on which Node.js.', ['version', 'node']),

@@ -11,7 +11,7 @@ import { foldedCounter } from './folded.js';
 import { labelChildren } from './label-children.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
-import type { LookupResult, PushKind, ServedRequest, Telemetry, Tier, TipLike, UpstreamWsChannel } from './telemetry.js';
+import type { LookupResult, PushKind, ServedRequest, Telemetry, Tier, TipLike, UpstreamWsChannel, WsChannel } from './telemetry.js';
 
 export interface TelemetryOptions {
   logger: Logger;
@@ -384,5 +384,26 @@ class PrometheusTelemetry implements ProxyTelemetry {
   pushDistrusted(origin: string, reason: string): void {
     this.m.pushDistrusted.labels({ origin, reason }).inc();
     this.logger.warn({ origin, reason }, 'push feed not believed for a while: the tip is polled at chainTip.pollIntervalMs');
+  }
+
+  wsClientConnected(channel: WsChannel): void {
+    this.m.wsClients.inc({ channel });
+  }
+
+  wsClientClosed(channel: WsChannel): void {
+    this.m.wsClients.dec({ channel });
+  }
+
+  wsSubscriptionsChanged(channel: WsChannel, event: string, delta: 1 | -1): void {
+    this.m.wsSubscriptions.inc({ channel, event }, delta);
+  }
+
+  wsMessage(channel: WsChannel, direction: 'in' | 'out' | 'upstream_in'): void {
+    this.m.wsMessages.labels({ channel, direction }).inc();
+  }
+
+  wsClientDropped(channel: WsChannel, reason: string): void {
+    this.m.wsClientDrops.labels({ channel, reason }).inc();
+    this.logger.debug({ channel, reason }, 'fan-out client dropped over a bound');
   }
 }

@@ -116,10 +116,23 @@ export interface Telemetry {
   pushFeedBelieved(origin: string, believed: boolean): void;
   /** A push feed not believed for live.push.distrustMs: a poll found a block it did not announce. */
   pushDistrusted(origin: string, reason: string): void;
+
+  // WebSocket fan-out (issue 16), both channels: `rpc` (/extended/v1/ws) and `socket_io`.
+  /** A client connected to a fan-out channel (its upgrade completed). */
+  wsClientConnected(channel: WsChannel): void;
+  /** A fan-out client's connection ended, for whatever reason. */
+  wsClientClosed(channel: WsChannel): void;
+  /** Client subscriptions of an event kind held on a channel went up (1) or down (-1). */
+  wsSubscriptionsChanged(channel: WsChannel, event: string, delta: 1 | -1): void;
+  /** One message: from a client (in), to a client (out), or from the upstream (upstream_in). */
+  wsMessage(channel: WsChannel, direction: 'in' | 'out' | 'upstream_in'): void;
+  /** A client closed, or its subscribe refused, over a bound (slow, rate, subscriptions, unresponsive, pending). */
+  wsClientDropped(channel: WsChannel, reason: string): void;
 }
 
 export type UpstreamWsChannel = 'rpc' | 'socket_io';
 export type PushKind = 'block' | 'mempool' | 'redis_apply' | 'redis_rollback';
+export type WsChannel = 'rpc' | 'socket_io';
 
 class NoopTelemetry implements Telemetry {
   requestServed(): void {}
@@ -164,6 +177,11 @@ class NoopTelemetry implements Telemetry {
   pushNotified(): void {}
   pushFeedBelieved(): void {}
   pushDistrusted(): void {}
+  wsClientConnected(): void {}
+  wsClientClosed(): void {}
+  wsSubscriptionsChanged(): void {}
+  wsMessage(): void {}
+  wsClientDropped(): void {}
 }
 
 /** Ignores every event: for unit tests of a component that are not about its telemetry. */

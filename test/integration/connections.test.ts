@@ -12,8 +12,11 @@ import { exchangeRaw, openSocket, parseResponses, readUntilClosed } from '../sup
 
 const { defer, fakeUpstream } = useCleanups();
 
+// Upgrades here test the passthrough's tunnel: the fan-out (on by default) would answer /extended/v1/ws itself.
+const TUNNEL = { live: { fanout: { enabled: false } } };
+
 async function proxyFor(upstreamUrl: string, overrides: Record<string, unknown> = {}) {
-  const proxy = await startTestProxy({ upstreamUrls: [upstreamUrl], overrides });
+  const proxy = await startTestProxy({ upstreamUrls: [upstreamUrl], overrides: { ...TUNNEL, ...overrides } });
   defer(() => proxy.close());
   return proxy;
 }

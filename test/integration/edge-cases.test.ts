@@ -113,7 +113,7 @@ describe('request ids', () => {
 describe('WebSocket upgrades when WebSockets are not forwarded', () => {
   it('refuses them without letting a client reset crash the process', async () => {
     const upstream = await fake();
-    const proxy = await proxyFor([upstream.url], { passthrough: { websockets: false } });
+    const proxy = await proxyFor([upstream.url], { passthrough: { websockets: false }, live: { fanout: { enabled: false } } });
     const socket = connect(proxy.port, '127.0.0.1');
     socket.on('error', () => undefined);
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));

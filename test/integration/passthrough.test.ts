@@ -31,8 +31,9 @@ async function exchange(path: string, message: string): Promise<string> {
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  // The passthrough's suite: /v2/info is its example route, which the wider read surface (on by default) would cache.
-  proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { surface: { enabled: false } } });
+  // The passthrough's suite: /v2/info is its example route, which the wider read surface (on by default) would cache;
+  // its WebSockets are tunnels, which the fan-out (on by default) would replace.
+  proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { surface: { enabled: false }, live: { fanout: { enabled: false } } } });
 });
 afterAll(async () => {
   await proxy.close();

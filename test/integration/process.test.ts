@@ -90,20 +90,40 @@ describe('the proxy process', () => {
     upstream.setDelay(0);
   });
 
-  it('closes open WebSockets on SIGTERM instead of waiting for them', async () => {
-    const { default: WebSocket } = await import('ws');
-    const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info' });
+  /** Starts the proxy with `config` merged over the defaults (CONFIG_FILE); its URL. */
+  async function startConfigured(config: object): Promise<{ child: ChildProcess; url: string }> {
+    const dir = mkdtempSync(join(tmpdir(), 'scp-config-'));
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify(config));
+    const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info', CONFIG_FILE: file });
     const { url } = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string };
+    rmSync(dir, { recursive: true });
+    return { child, url };
+  }
+
+  /** Opens a WebSocket on /extended/v1/ws, sends SIGTERM, and gives the close code the client saw and the exit code. */
+  async function closedOnSigterm(child: ChildProcess, url: string): Promise<{ code: number; exit: number | null }> {
+    const { default: WebSocket } = await import('ws');
     const socket = new WebSocket(`${url.replace('http', 'ws')}/extended/v1/ws`);
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
       socket.once('error', reject);
     });
-    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const closed = new Promise<number>((resolve) => socket.once('close', (code: number) => resolve(code)));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
-    await closed;
-    expect(await exited).toBe(0);
+    return { code: await closed, exit: await exited };
+  }
+
+  it('closes open WebSocket tunnels on SIGTERM instead of waiting for them', async () => {
+    const { child, url } = await startConfigured({ live: { fanout: { enabled: false } } });
+    const { exit } = await closedOnSigterm(child, url);
+    expect(exit).toBe(0);
+  });
+
+  it('closes fanned-out WebSocket clients on SIGTERM with 1001 (going away)', async () => {
+    const { child, url } = await startConfigured({});
+    expect(await closedOnSigterm(child, url)).toEqual({ code: 1001, exit: 0 });
   });
 
   describe("V8's heap, sized from the memory tier at start-up (issue 14)", () => {

@@ -57,6 +57,8 @@ async function start(limits: Limits = {}): Promise<ProxyServer> {
       ...(limits.accessLog ? { accessLog: limits.accessLog } : {}),
       // /v2/info stands for a passthrough request here; the wider read surface has its own rate-limit test.
       surface: { enabled: false },
+      // Upgrades here are the passthrough's tunnels; the fan-out's admission is tested in ws-fanout.test.ts.
+      live: { fanout: { enabled: false } },
       rateLimit: {
         enabled: true,
         windowMs: WINDOW_MS,

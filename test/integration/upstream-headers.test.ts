@@ -27,7 +27,8 @@ async function blockHashOf(upstream: FakeUpstream): Promise<string> {
 }
 
 async function proxyFor(upstreamUrl: string) {
-  const proxy = await startTestProxy({ upstreamUrls: [upstreamUrl] });
+  // WebSockets here are the passthrough's tunnels (the fan-out, on by default, holds its own link).
+  const proxy = await startTestProxy({ upstreamUrls: [upstreamUrl], overrides: { live: { fanout: { enabled: false } } } });
   defer(() => proxy.close());
   return proxy;
 }
@@ -151,7 +152,7 @@ describe('WebSocket upgrades', () => {
 describe("the operator's credentials, end to end", () => {
   it('go with passthrough requests and WebSocket upgrades as with reads, replacing the client\'s X-API-Key', async () => {
     const upstream = await fakeUpstream();
-    const proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { upstream: { apiKey: 'operator-key', headers: { 'x-tenant': 'dapp-1' } } } });
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { upstream: { apiKey: 'operator-key', headers: { 'x-tenant': 'dapp-1' } }, live: { fanout: { enabled: false } } } });
     defer(() => proxy.close());
     upstream.resetCounts();
     expect((await fetchRaw(`${proxy.url}/v2/info`, { headers: { 'x-api-key': 'client-key' } })).status).toBe(200);
