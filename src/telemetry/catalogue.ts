@@ -203,6 +203,29 @@ export const METRICS = {
     'stacks_proxy_rate_limit_fail_open_total',
     'Budget charges let through unlimited because the shared rate-limit budget (Redis) failed or timed out.',
   ),
+  // Live chain (issue 16): the WebSocket fan-out, per channel (rpc: /extended/v1/ws, socket_io: /socket.io/).
+  wsClients: gauge('stacks_proxy_ws_clients', 'Fanned-out WebSocket and Socket.IO clients connected now, by channel (rpc, socket_io).', ['channel']),
+  wsSubscriptions: gauge(
+    'stacks_proxy_ws_subscriptions',
+    'Clients\u2019 subscriptions held now, by channel and event kind (socket_io: block, mempool, transaction, address-transaction, \u2026; other).',
+    ['channel', 'event'],
+  ),
+  wsMessages: counter(
+    'stacks_proxy_ws_messages_total',
+    'Fan-out messages by channel and direction: in (from clients), out (to clients), upstream_in (events from the upstream connection).',
+    ['channel', 'direction'],
+  ),
+  wsClientDrops: counter(
+    'stacks_proxy_ws_client_drops_total',
+    'Fan-out clients closed or refused by a bound, by channel and reason (slow: bytes waiting past live.fanout.maxBufferedBytesPerClient; rate: messages past maxMessagesPerSecondPerClient; clients: maxClients reached).',
+    ['channel', 'reason'],
+  ),
+  upstreamWsConnections: gauge('stacks_proxy_upstream_ws_connections', 'WebSocket connections to the upstream open now, by channel (rpc, socket_io).', ['channel']),
+  upstreamWsReconnects: counter(
+    'stacks_proxy_upstream_ws_reconnects_total',
+    'Upstream WebSocket connections opened again after one dropped, by channel (each reconnect resubscribes every held topic).',
+    ['channel'],
+  ),
   redisCommandDuration: histogram('stacks_proxy_redis_command_duration_seconds', 'Redis command latency by command.', ['command'], REDIS_BUCKETS),
   // The usual Prometheus idiom: a constant 1 whose labels say what runs (`count by (version)`).
   buildInfo: gauge('stacks_proxy_build_info', 'Always 1; the labels say which proxy version runs on which Node.js.', ['version', 'node']),

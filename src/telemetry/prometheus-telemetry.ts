@@ -361,4 +361,37 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.rateLimitFailing = false;
     this.logger.info('rate-limit budget (redis) available again: limits apply');
   }
+
+  // Live chain (issue 16): the WebSocket fan-out.
+  wsClientConnected(channel: string): void {
+    this.m.wsClients.labels({ channel }).inc();
+  }
+
+  wsClientDisconnected(channel: string): void {
+    this.m.wsClients.labels({ channel }).dec();
+  }
+
+  wsSubscriptionsChanged(channel: string, event: string, delta: number): void {
+    this.m.wsSubscriptions.labels({ channel, event }).inc(delta);
+  }
+
+  wsMessage(channel: string, direction: 'in' | 'out' | 'upstream_in'): void {
+    this.m.wsMessages.labels({ channel, direction }).inc();
+  }
+
+  wsClientDropped(channel: string, reason: string): void {
+    this.m.wsClientDrops.labels({ channel, reason }).inc();
+  }
+
+  upstreamWsConnected(channel: string): void {
+    this.m.upstreamWsConnections.labels({ channel }).inc();
+  }
+
+  upstreamWsDisconnected(channel: string): void {
+    this.m.upstreamWsConnections.labels({ channel }).dec();
+  }
+
+  upstreamWsReconnected(channel: string): void {
+    this.m.upstreamWsReconnects.labels({ channel }).inc();
+  }
 }

@@ -104,6 +104,21 @@ export interface Telemetry {
   rateLimitFailedOpen(error: unknown): void;
   /** The shared budget answers again after failing. */
   rateLimitRecovered(): void;
+
+  // Live chain (issue 16): the WebSocket fan-out, per channel (`rpc`, `socket_io`).
+  /** A fanned-out client connected, or one went (the clients gauge). */
+  wsClientConnected(channel: string): void;
+  wsClientDisconnected(channel: string): void;
+  /** A client's subscriptions of one event kind, one more (+1) or one fewer (-1). */
+  wsSubscriptionsChanged(channel: string, event: string, delta: number): void;
+  /** One message: `in` from a client, `out` to a client, `upstream_in` from the upstream. */
+  wsMessage(channel: string, direction: 'in' | 'out' | 'upstream_in'): void;
+  /** A client closed or refused by a bound (slow, rate, clients, subscriptions). */
+  wsClientDropped(channel: string, reason: string): void;
+  /** The channel's upstream WebSocket opened, closed, or opened again after a drop. */
+  upstreamWsConnected(channel: string): void;
+  upstreamWsDisconnected(channel: string): void;
+  upstreamWsReconnected(channel: string): void;
 }
 
 class NoopTelemetry implements Telemetry {
@@ -144,6 +159,14 @@ class NoopTelemetry implements Telemetry {
   rateLimitDecided(): void {}
   rateLimitFailedOpen(): void {}
   rateLimitRecovered(): void {}
+  wsClientConnected(): void {}
+  wsClientDisconnected(): void {}
+  wsSubscriptionsChanged(): void {}
+  wsMessage(): void {}
+  wsClientDropped(): void {}
+  upstreamWsConnected(): void {}
+  upstreamWsDisconnected(): void {}
+  upstreamWsReconnected(): void {}
 }
 
 /** Ignores every event: for unit tests of a component that are not about its telemetry. */
