@@ -53,6 +53,13 @@ import { MempoolWatcher } from './chain/mempool-watcher.js';
 import { ActivityAnnouncements, activityChannelName } from './cache/activity-announcements.js';
 import { createBroadcastObserver } from './http/broadcast-observer.js';
 import type { BroadcastSink } from './http/passthrough.js';
+import { ClientSlots } from './live/client-bounds.js';
+import { createSocketIoFanout, SOCKET_IO_PATH, type SocketIoFanout } from './live/socket-io-fanout.js';
+import { decideTarget } from './http/request-target.js';
+import { admitUpgrade } from './http/client-admission.js';
+import { sendSocketError } from './http/respond.js';
+import { badUrl, routeNotFound } from './errors.js';
+import type { UpgradeListener } from './http/server-lifecycle.js';
 
 export interface ProxyServer {
   url: string;
@@ -258,6 +265,32 @@ function createSurface(
   });
 }
 
+/**
+ * INTERIM (helper S, issue 16), until helper W's upgrade router (src/live/upgrade-router.ts)
+ * is wired here: `/socket.io/` upgrades go to the Socket.IO fan-out after the request-target
+ * decision and rate-limit admission passthrough upgrades get; every other upgrade goes to the
+ * passthrough as before. The lead replaces this with createUpgradeRouter({ socketIo: … }).
+ */
+function interimSocketIoUpgrade(fanout: SocketIoFanout, fallback: UpgradeListener | undefined, limiter: RateLimiter | undefined, telemetry: Telemetry): UpgradeListener {
+  return (req, socket, head) => {
+    const target = decideTarget(req.url ?? '');
+    if (target.kind !== 'target' || !target.path.startsWith(SOCKET_IO_PATH)) {
+      if (fallback) fallback(req, socket, head);
+      else sendSocketError(socket, target.kind === 'target' ? routeNotFound(req.method ?? 'GET', target.url) : badUrl(target.path));
+      return;
+    }
+    req.url = target.url;
+    if (!limiter) return fanout.upgrade(req, socket, head);
+    const open = (refusal: Awaited<ReturnType<typeof admitUpgrade>>): void => {
+      if (refusal) sendSocketError(socket, refusal.reply, refusal.headers);
+      else if (!socket.destroyed) fanout.upgrade(req, socket, head);
+    };
+    const admitted = admitUpgrade(limiter, telemetry, req);
+    if (admitted instanceof Promise) void admitted.then(open);
+    else open(admitted);
+  };
+}
+
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
@@ -355,6 +388,22 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const surface = passthrough && config.surface.enabled ? createSurface(config, { readPath, readSpecs, chain, passthrough, telemetry, logger, now }) : undefined;
 
+  // Issue 16: the clients both fan-outs hold share live.fanout.maxClients.
+  const clientSlots = new ClientSlots(config.live.fanout.maxClients);
+  const socketIoFanout: SocketIoFanout | undefined = config.live.fanout.enabled
+    ? createSocketIoFanout({
+        fanout: config.live.fanout,
+        reconnectMinMs: config.live.push.reconnectMinMs,
+        reconnectMaxMs: config.live.push.reconnectMaxMs,
+        slots: clientSlots,
+        origin: () => health.preferredOrigin(),
+        operatorHeaders: (origin) => upstreamHeadersFor(origin, config.upstream),
+        telemetry,
+        logger,
+        clock: now,
+      })
+    : undefined;
+
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
     readPath,
@@ -368,6 +417,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     metricsOnPublicPort: config.metrics.onPublicPort,
     rateLimiter: limits?.limiter,
     surface,
+    socketIo: socketIoFanout,
   });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
@@ -382,7 +432,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     maxPipelinedRequests: config.server.maxPipelinedRequests,
     shutdownGraceMs: config.server.shutdownGraceMs,
     // The passthrough refuses upgrades off its WebSocket paths (or all, with websockets off).
-    upgrade: passthrough?.upgrade,
+    upgrade: socketIoFanout ? interimSocketIoUpgrade(socketIoFanout, passthrough?.upgrade, limits?.limiter, telemetry) : passthrough?.upgrade,
   });
   let adminHttp: RunningServer;
   try {
@@ -401,6 +451,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
+    // Fanned-out clients first: their sockets are closed by the fan-out, not cut by the server.
+    await socketIoFanout?.close();
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
     const trackerStopped = tracker.stop();

@@ -273,8 +273,6 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     return false;
   };
 
-  upstream.start();
-
   return {
     upgrade(req, socket, head) {
       if (closing || (isHandshake(req.url ?? '') && refuseFull())) {

@@ -18,6 +18,9 @@ export const CHANNEL = 'socket_io';
 /** The longest frame taken from the upstream; a larger one closes the connection (it reconnects). */
 export const MAX_UPSTREAM_FRAME_BYTES = 16 * 1024 * 1024;
 
+/** Event packets received and not yet dispatched by socket.io-client (dispatch is one tick later). */
+const MAX_UNDISPATCHED_EVENTS = 4096;
+
 export interface SocketIoUpstreamOptions {
   /** The upstream to connect to now (health.preferredOrigin()). */
   origin: () => string;
@@ -48,6 +51,9 @@ export class SocketIoUpstream {
   private failures = 0;
   private everConnected = false;
   private closed = false;
+  private started = false;
+  /** Room → clients waiting for its subscription on the next connection. */
+  private readonly waiters = new Map<string, Set<() => void>>();
   /** Connections opened (first one included) and reconnects (every one after the first). */
   opened = 0;
   reconnects = 0;
@@ -67,24 +73,27 @@ export class SocketIoUpstream {
     return this.holders.has(room);
   }
 
-  start(): void {
-    this.connect();
-  }
-
   /**
-   * One more client holds `room`. Settles when the upstream acknowledged its subscription (or at
-   * once if another client already holds it and it is acknowledged; or when no connection is
-   * open: the room is subscribed at the next connect). ROOMS_FULL: a new room over the limit.
+   * One more client holds `room`. Settles when the upstream has acknowledged its subscription on
+   * the current connection (at once if it already has), or after ackTimeoutMs at the latest (no
+   * connection yet: the room is subscribed at the next connect). ROOMS_FULL: a new room over
+   * live.fanout.maxUpstreamSubscriptions. The first hold opens the connection: a proxy no
+   * client asks anything of costs the upstream nothing.
    */
   hold(room: string): Promise<void> | typeof ROOMS_FULL {
     const held = this.holders.get(room);
     if (held !== undefined) {
       this.holders.set(room, held + 1);
-      return this.subscribed.get(room) ?? Promise.resolve();
+      return this.acknowledgement(room);
     }
     if (this.holders.size >= this.options.maxRooms) return ROOMS_FULL;
     this.holders.set(room, 1);
-    return this.subscribe(room);
+    if (!this.started) {
+      this.started = true;
+      this.connect();
+    }
+    if (this.socket?.connected) void this.subscribe(room);
+    return this.acknowledgement(room);
   }
 
   /** One client fewer holds `room`; the last one unsubscribes it upstream. */
@@ -111,6 +120,26 @@ export class SocketIoUpstream {
     this.closed = true;
     clearTimeout(this.retry);
     this.drop();
+    for (const waiting of [...this.waiters.values()]) for (const done of [...waiting]) done();
+  }
+
+  /** Settles when `room` is acknowledged on the current (or next) connection, or after ackTimeoutMs. */
+  private acknowledgement(room: string): Promise<void> {
+    const subscribed = this.subscribed.get(room);
+    if (subscribed) return subscribed;
+    return new Promise<void>((resolve) => {
+      let waiting = this.waiters.get(room);
+      if (!waiting) this.waiters.set(room, (waiting = new Set()));
+      const done = (): void => {
+        clearTimeout(timer);
+        waiting.delete(done);
+        if (waiting.size === 0 && this.waiters.get(room) === waiting) this.waiters.delete(room);
+        resolve();
+      };
+      const timer = setTimeout(done, this.options.ackTimeoutMs);
+      timer.unref();
+      waiting.add(done);
+    });
   }
 
   private subscribe(room: string): Promise<void> {
@@ -124,6 +153,9 @@ export class SocketIoUpstream {
       });
     });
     this.subscribed.set(room, acknowledged);
+    void acknowledged.then(() => {
+      for (const done of [...(this.waiters.get(room) ?? [])]) done();
+    });
     return acknowledged;
   }
 
@@ -152,22 +184,29 @@ export class SocketIoUpstream {
     const socket = manager.socket('/');
     this.manager = manager;
     this.socket = socket;
-    // The event name of the packet being decoded: socket.io-client decodes a frame (and calls
-    // onAny) before the engine's 'message' for that frame reaches the listener below, which then
-    // hands on the frame's own text, checked to be that event's packet.
-    let decodedEvent: string | undefined;
-    socket.onAny((event: unknown) => {
-      decodedEvent = typeof event === 'string' ? event : undefined;
-    });
+    // Each event's packet text, paired with its decoding: socket.io-client decodes a frame when
+    // the engine hands it on, and dispatches it (onAny) a tick later, in order. So the texts of
+    // event packets wait here, first in first out, for their decoded event name.
+    const eventTexts: string[] = [];
     manager.on('open', () => {
       manager.engine.on('message', (data: unknown) => {
-        const event = decodedEvent;
-        decodedEvent = undefined;
-        if (event === undefined || typeof data !== 'string' || !isEventPacket(data, event)) return;
-        this.options.telemetry.wsMessage(CHANNEL, 'upstream_in');
-        if (!this.holders.has(event)) return;
-        for (const listener of this.listeners) listener(event, data);
+        if (typeof data !== 'string' || !data.startsWith('2[')) return;
+        // An event before the connect (Socket.IO servers never send one) or a backlog the
+        // dispatch does not catch up with: not an upstream to follow; reconnect.
+        if (!socket.connected || eventTexts.length >= MAX_UNDISPATCHED_EVENTS) {
+          this.options.logger.warn({ origin }, 'upstream Socket.IO sent events out of protocol; reconnecting');
+          this.lost(socket);
+          return;
+        }
+        eventTexts.push(data);
       });
+    });
+    socket.onAny((event: unknown) => {
+      const text = eventTexts.shift();
+      if (text === undefined || typeof event !== 'string' || !isEventPacket(text, event)) return;
+      this.options.telemetry.wsMessage(CHANNEL, 'upstream_in');
+      if (!this.holders.has(event)) return;
+      for (const listener of this.listeners) listener(event, text);
     });
     socket.on('connect', () => this.onConnect(socket));
     socket.on('connect_error', (error: Error) => {
