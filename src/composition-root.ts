@@ -87,6 +87,8 @@ export interface ProxyServer {
   mempoolWatcher?: MempoolWatcher;
   /** Settles once this instance hears its peers' broadcast touches (at once without Redis). */
   activityChannelSubscribed: Promise<void>;
+  /** The Socket.IO fan-out (live.fanout.enabled), for tests that look at its upstream connection. */
+  socketIoFanout?: SocketIoFanout;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
@@ -485,6 +487,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     store,
     upstream,
     health,
+    socketIoFanout,
     close,
   };
 }

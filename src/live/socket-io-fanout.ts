@@ -179,7 +179,8 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
       const conn = main.sockets.get(id)?.conn;
       const state = conn && connections.get(conn);
       if (!conn || !state || state.dropped) continue;
-      if (tooSlow(state.queuedBytes + transportBufferedBytes(conn) + bytes, fanout.maxBufferedBytesPerClient)) {
+      // Judged on what is already waiting: a client holds at most the limit plus one event.
+      if (tooSlow(state.queuedBytes + transportBufferedBytes(conn), fanout.maxBufferedBytesPerClient)) {
         drop(conn, state, 'slow');
         continue;
       }
