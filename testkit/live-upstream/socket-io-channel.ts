@@ -76,7 +76,7 @@ function isSubValid(sub: string): string | undefined {
 }
 
 /** The upstream's getInvalidSubscriptionTopics. */
-function invalidTopics(subscriptions: unknown): string[] | undefined {
+export function invalidTopics(subscriptions: unknown): string[] | undefined {
   if (!Array.isArray(subscriptions)) {
     const invalid = isSubValid(subscriptions as string);
     return invalid ? [invalid] : undefined;
