@@ -238,7 +238,10 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     if (check.kind === 'invalid') return next(new Error(invalidTopicMessage(check.topics)));
     if (check.kind === 'unreadable') return next(new Error(invalidTopicMessage([])));
     const refused = refusal(socket, check.rooms);
-    if (refused) return next(new Error(refused));
+    if (refused) {
+      telemetry.wsClientDropped(CHANNEL, 'subscriptions');
+      return next(new Error(refused));
+    }
     next();
   });
 

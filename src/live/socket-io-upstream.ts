@@ -96,6 +96,12 @@ export class SocketIoUpstream {
     return this.acknowledgement(room);
   }
 
+  /** While the upstream cannot be reached, nobody waits for it: the room is subscribed when it can. */
+  private acknowledgement(room: string): Promise<void> {
+    if (!this.socket?.connected && this.failures > 0) return Promise.resolve();
+    return this.nextAcknowledgement(room);
+  }
+
   /** One client fewer holds `room`; the last one unsubscribes it upstream. */
   release(room: string): void {
     const held = this.holders.get(room);
@@ -124,7 +130,7 @@ export class SocketIoUpstream {
   }
 
   /** Settles when `room` is acknowledged on the current (or next) connection, or after ackTimeoutMs. */
-  private acknowledgement(room: string): Promise<void> {
+  private nextAcknowledgement(room: string): Promise<void> {
     const subscribed = this.subscribed.get(room);
     if (subscribed) return subscribed;
     return new Promise<void>((resolve) => {

@@ -294,6 +294,22 @@ describe('Socket.IO fan-out (/socket.io/)', () => {
     expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'socket_io', reason: 'rate' })).toBe(1);
   });
 
+  it('polling requests and upgrades meet the client\u2019s rate-limit budget first', async () => {
+    const { proxy } = await setup({}, { rateLimit: { enabled: true, anonymous: { limit: 3 } } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i += 1) statuses.push((await fetch(`${proxy.url}/socket.io/?EIO=4&transport=polling`)).status);
+    const refused = await fetch(`${proxy.url}/socket.io/?EIO=4&transport=polling`);
+    expect([...statuses, refused.status]).toEqual([200, 200, 200, 429]);
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0');
+    const upgrade = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${proxy.url.replace('http', 'ws')}/socket.io/?EIO=4&transport=websocket`);
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => resolve(101));
+      ws.on('error', () => {});
+    });
+    expect(upgrade).toBe(429);
+  });
+
   it('passes the client bundle on to the upstream, and with fanout off leaves /socket.io/ to the tunnel', async () => {
     const { fake, proxy } = await setup();
     await fetch(`${proxy.url}/socket.io/socket.io.js`);
