@@ -193,10 +193,11 @@ export class SocketIoUpstream {
     // Each event's packet text, paired with its decoding: socket.io-client decodes a frame when
     // the engine hands it on, and dispatches it (onAny) a tick later, in order. So the texts of
     // event packets wait here, first in first out, for their decoded event name.
-    const eventTexts: string[] = [];
+    const eventTexts: Array<string | null> = [];
     manager.on('open', () => {
       manager.engine.on('message', (data: unknown) => {
-        if (typeof data !== 'string' || !data.startsWith('2[')) return;
+        const kind = typeof data === 'string' ? eventPacketKind(data) : 'none';
+        if (kind === 'none') return;
         // An event before the connect (Socket.IO servers never send one) or a backlog the
         // dispatch does not catch up with: not an upstream to follow; reconnect.
         if (!socket.connected || eventTexts.length >= MAX_UNDISPATCHED_EVENTS) {
@@ -204,12 +205,13 @@ export class SocketIoUpstream {
           this.lost(socket);
           return;
         }
-        eventTexts.push(data);
+        // Events not handed on (binary, or asking for an acknowledgement) keep their place in line.
+        eventTexts.push(kind === 'text' ? (data as string) : null);
       });
     });
     socket.onAny((event: unknown) => {
       const text = eventTexts.shift();
-      if (text === undefined || typeof event !== 'string' || !isEventPacket(text, event)) return;
+      if (typeof text !== 'string' || typeof event !== 'string' || !isEventPacket(text, event)) return;
       this.options.telemetry.wsMessage(CHANNEL, 'upstream_in');
       if (!this.holders.has(event)) return;
       for (const listener of this.listeners) listener(event, text);
@@ -271,6 +273,28 @@ export class SocketIoUpstream {
     this.retry = setTimeout(() => this.connect(), delay);
     this.retry.unref();
   }
+}
+
+/**
+ * What socket.io-client makes of an engine message on the main namespace: an EVENT packet that
+ * is handed on as it is (`2[`), another event it dispatches too (an EVENT with an ack id, a
+ * BINARY_EVENT), or nothing dispatched as an event (connect, ack, another namespace).
+ */
+export function eventPacketKind(data: string): 'text' | 'other-event' | 'none' {
+  const type = data.charAt(0);
+  if (type !== '2' && type !== '5') return 'none';
+  let at = 1;
+  if (type === '5') {
+    // 5<attachments>-
+    while (at < data.length && data.charCodeAt(at) >= 48 && data.charCodeAt(at) <= 57) at += 1;
+    if (at === 1 || data.charAt(at) !== '-') return 'none';
+    at += 1;
+  }
+  if (data.charAt(at) === '/') return 'none'; // another namespace
+  const idStart = at;
+  while (at < data.length && data.charCodeAt(at) >= 48 && data.charCodeAt(at) <= 57) at += 1;
+  if (data.charAt(at) !== '[') return 'none';
+  return type === '2' && at === idStart ? 'text' : 'other-event';
 }
 
 /**

@@ -239,6 +239,21 @@ describe('Socket.IO fan-out (/socket.io/)', () => {
     expect(upstreamSocketIoConnections(fake)).toBe(2);
   });
 
+  it('an event it cannot hand on unchanged (binary) is skipped, and the events after it arrive intact', async () => {
+    const { channel, proxy } = await setup();
+    const client = await connect(proxy.url, ['websocket'], { subscriptions: 'block,mempool' });
+    const seen = recorder(client);
+    await waitFor(async () => channel.roomSize('block') === 1 && channel.roomSize('mempool') === 1, { ...WAIT, what: 'subscribed upstream' });
+    channel.publish('block', { height: 1, raw: Buffer.from([1, 2, 3]) });
+    channel.publish('mempool', { tx_id: '0x01' });
+    channel.publish('block', { height: 2 });
+    await waitFor(async () => seen.length === 2, { ...WAIT, what: 'the two text events' });
+    expect(seen).toEqual([
+      { event: 'mempool', args: [{ tx_id: '0x01' }] },
+      { event: 'block', args: [{ height: 2 }] },
+    ]);
+  });
+
   it('the upstream connection carries the operator\u2019s headers', async () => {
     const { channel, proxy } = await setup({}, { upstream: { apiKey: 'operator-key' } });
     await connect(proxy.url, ['websocket'], { subscriptions: 'block' });

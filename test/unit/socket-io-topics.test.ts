@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkTopics, handshakeTopics, invalidTopicMessage, topicKind } from '../../src/live/socket-io-topics.js';
+import { eventPacketKind } from '../../src/live/socket-io-upstream.js';
 import { invalidTopics as upstreamInvalidTopics } from '../../testkit/live-upstream/socket-io-channel.js';
 import { RECORDED } from '../../testkit/index.js';
 
@@ -129,5 +130,22 @@ describe('topicKind', () => {
     expect(topicKind(`nft-asset-event:${C}::t+0x01`)).toBe('nft-asset-event');
     expect(topicKind('')).toBe('other');
     expect(topicKind('whatever:x')).toBe('other');
+  });
+});
+
+describe('eventPacketKind (what socket.io-client dispatches as an event of the main namespace)', () => {
+  it('hands on plain EVENT packets only; keeps the place of other events; ignores the rest', () => {
+    expect(eventPacketKind('2["block",{}]')).toBe('text');
+    expect(eventPacketKind('2[]')).toBe('text');
+    expect(eventPacketKind('212["block"]')).toBe('other-event');
+    expect(eventPacketKind('51-["block",{"_placeholder":true,"num":0}]')).toBe('other-event');
+    expect(eventPacketKind('51-7["block"]')).toBe('other-event');
+    expect(eventPacketKind('2/admin,["block"]')).toBe('none');
+    expect(eventPacketKind('51-/admin,["block"]')).toBe('none');
+    expect(eventPacketKind('5-["block"]')).toBe('none');
+    expect(eventPacketKind('0{"sid":"x"}')).toBe('none');
+    expect(eventPacketKind('3[null]')).toBe('none');
+    expect(eventPacketKind('2')).toBe('none');
+    expect(eventPacketKind('')).toBe('none');
   });
 });
