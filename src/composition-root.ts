@@ -59,6 +59,7 @@ import { RedisNotifierFeed } from './live/redis-notifier-feed.js';
 import { ClientSlots } from './live/client-bounds.js';
 import { createWsRpcFanout, type WsRpcFanout } from './live/ws-rpc-fanout.js';
 import { createUpgradeRouter } from './live/upgrade-router.js';
+import { createSocketIoFanout, type SocketIoFanout } from './live/socket-io-fanout.js';
 import type { UpgradeListener } from './http/server-lifecycle.js';
 
 export interface ProxyServer {
@@ -95,6 +96,8 @@ export interface ProxyServer {
   upstreamLinks: UpstreamLinks;
   /** The /extended/v1/ws fan-out; undefined with live.fanout.enabled off (WebSockets are tunnelled). */
   wsFanout?: WsRpcFanout;
+  /** The Socket.IO fan-out (live.fanout.enabled), for tests that look at its upstream connection. */
+  socketIoFanout?: SocketIoFanout;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
@@ -280,7 +283,16 @@ function createSurface(
  */
 function createFanout(
   config: Config,
-  parts: { links: UpstreamLinks; preferredOrigin: () => string; passthroughUpgrade?: UpgradeListener; rateLimiter?: RateLimiter; telemetry: Telemetry; clock: Clock },
+  parts: {
+    links: UpstreamLinks;
+    preferredOrigin: () => string;
+    passthroughUpgrade?: UpgradeListener;
+    socketIoUpgrade?: UpgradeListener;
+    slots: ClientSlots;
+    rateLimiter?: RateLimiter;
+    telemetry: Telemetry;
+    clock: Clock;
+  },
 ): { rpc: WsRpcFanout; upgrade: UpgradeListener } {
   const settings = config.live.fanout;
   const rpc = createWsRpcFanout({
@@ -294,8 +306,9 @@ function createFanout(
   });
   const upgrade = createUpgradeRouter({
     rpc: (req, socket, head) => rpc.upgrade(req, socket, head),
+    socketIo: parts.socketIoUpgrade,
     fallback: parts.passthroughUpgrade,
-    slots: new ClientSlots(settings.maxClients),
+    slots: parts.slots,
     rateLimiter: parts.rateLimiter,
     telemetry: parts.telemetry,
   });
@@ -402,8 +415,32 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   // The live chain (issue 16): one JSON-RPC link per upstream, shared by the push feed and the
   // fan-out; a link opens on first use, when the push feed or a client needs it.
   const upstreamLinks = upstreamLinksFor(config, telemetry, now);
+  // The clients both fan-outs hold share live.fanout.maxClients.
+  const clientSlots = new ClientSlots(config.live.fanout.maxClients);
+  const socketIoFanout: SocketIoFanout | undefined = config.live.fanout.enabled
+    ? createSocketIoFanout({
+        fanout: config.live.fanout,
+        reconnectMinMs: config.live.push.reconnectMinMs,
+        reconnectMaxMs: config.live.push.reconnectMaxMs,
+        slots: clientSlots,
+        origin: () => health.preferredOrigin(),
+        operatorHeaders: (origin) => upstreamHeadersFor(origin, config.upstream),
+        telemetry,
+        logger,
+        clock: now,
+      })
+    : undefined;
   const fanout = config.live.fanout.enabled
-    ? createFanout(config, { links: upstreamLinks, preferredOrigin: () => health.preferredOrigin(), passthroughUpgrade: passthrough?.upgrade, rateLimiter: limits?.limiter, telemetry, clock: now })
+    ? createFanout(config, {
+        links: upstreamLinks,
+        preferredOrigin: () => health.preferredOrigin(),
+        passthroughUpgrade: passthrough?.upgrade,
+        socketIoUpgrade: socketIoFanout?.upgrade,
+        slots: clientSlots,
+        rateLimiter: limits?.limiter,
+        telemetry,
+        clock: now,
+      })
     : undefined;
 
   const handleRequest = createRequestPipeline({
@@ -419,6 +456,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     metricsOnPublicPort: config.metrics.onPublicPort,
     rateLimiter: limits?.limiter,
     surface,
+    socketIo: socketIoFanout,
   });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
@@ -477,8 +515,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
-    // Fanned-out clients get a close frame (1001, going away) before the server ends upgraded sockets.
-    await fanout?.rpc.close();
+    // Fanned-out clients get a close frame (1001, going away) or their Socket.IO disconnect
+    // before the server ends upgraded sockets.
+    await Promise.all([fanout?.rpc.close(), socketIoFanout?.close()]);
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
     // The feed first: a notification arriving now must not start a poll.
@@ -520,6 +559,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     health,
     upstreamLinks,
     wsFanout: fanout?.rpc,
+    socketIoFanout,
     close,
   };
 }

@@ -8,7 +8,7 @@
  * the in-process proxy harness, per-test clean-ups) stay in test/support.
  */
 export { startFakeUpstream } from './fake-upstream/index.js';
-export type { FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './fake-upstream/index.js';
+export type { AttachedChannel, FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './fake-upstream/index.js';
 export {
   RECORDED,
   findProjectRoot,

@@ -8,6 +8,8 @@
  *      the admin listener, admin/admin-listener.ts, serves them all with details);
  *   2b. a read of the wider read surface (issue 15: a route family that caches, on a path the
  *      passthrough may forward; surface-dispatch.ts), served through the one read path;
+ *   2c. with live.fanout.enabled, the Socket.IO fan-out's polling transport (engine.io requests
+ *      under /socket.io/; live/socket-io-fanout.ts), answered by the proxy itself;
  *   3. the passthrough to the upstream, when enabled and the path is on its allow-list
  *      (uncached, X-Cache: BYPASS);
  *   4. a local 404 in the upstream's own shape, without asking the upstream.
@@ -48,6 +50,8 @@ export interface PipelineDeps extends ReadHandlerDeps {
   rateLimiter?: RateLimiter;
   /** Step 2b (surface.enabled): answers a surface read and returns true, or returns false. */
   surface?: SurfaceDispatch;
+  /** Step 2c (live.fanout.enabled): the Socket.IO fan-out's polling transport under /socket.io/. */
+  socketIo?: { handleRequest(req: IncomingMessage, res: ServerResponse): boolean };
 }
 
 export type SurfaceDispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant) => boolean;
@@ -108,6 +112,12 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
     if (answerReadRoute(req, res, target, limit)) return;
     if (!limit && answerOwnEndpoint(req, res, path)) return;
     if (answerSurfaceRead?.(req, res, target, limit)) return;
+    if (deps.socketIo?.handleRequest(req, res)) {
+      const record = observeRequest(req, res, deps, limit);
+      record.route = 'socket_io';
+      record.reportOnFinish();
+      return;
+    }
     const record = observeRequest(req, res, deps, limit);
     if (passthrough?.allows(path)) {
       record.cache = 'BYPASS';

@@ -21,7 +21,11 @@ import type { ClientSlots } from './client-bounds.js';
 export interface UpgradeRouterOptions {
   /** The JSON-RPC fan-out (ws-rpc-fanout.ts); absent: its upgrades go to the fallback. */
   rpc?: UpgradeListener;
-  /** The Socket.IO fan-out; absent: its upgrades go to the fallback. */
+  /**
+   * The Socket.IO fan-out; absent: its upgrades go to the fallback. It takes its client slots
+   * itself, one per Engine.IO session: a polling client never upgrades, and the upgrade of a
+   * session that already holds one must not take a second.
+   */
   socketIo?: UpgradeListener;
   /** Every other upgrade (the passthrough's); absent: a 404 in the upstream's shape. */
   fallback?: UpgradeListener;
@@ -49,14 +53,16 @@ export function createUpgradeRouter(options: UpgradeRouterOptions): UpgradeListe
     else sendSocketError(socket, answer.reply, answer.headers);
   };
 
-  /** Admission, then a slot held until the socket closes, then the channel's listener. */
-  const admitTo = (listener: UpgradeListener, req: IncomingMessage, socket: Socket, head: Buffer): void => {
+  /** Admission, then (for the JSON-RPC channel) a slot held until the socket closes, then the channel's listener. */
+  const admitTo = ({ listener, takesSlot }: Channel, req: IncomingMessage, socket: Socket, head: Buffer): void => {
     const open = (refusal: UpgradeRefusal): void => {
       if (refusal) return sendSocketError(socket, refusal.reply, refusal.headers);
       // The client may have gone while a shared budget answered.
       if (socket.destroyed) return;
-      if (!options.slots.take()) return sendSocketError(socket, unavailable(CLIENTS_FULL_MESSAGE), ['retry-after', '1']);
-      socket.once('close', () => options.slots.release());
+      if (takesSlot) {
+        if (!options.slots.take()) return sendSocketError(socket, unavailable(CLIENTS_FULL_MESSAGE), ['retry-after', '1']);
+        socket.once('close', () => options.slots.release());
+      }
       listener(req, socket, head);
     };
     if (!limiter) return open(null);
@@ -77,8 +83,14 @@ export function createUpgradeRouter(options: UpgradeRouterOptions): UpgradeListe
   };
 }
 
-function channelOf(path: string, options: UpgradeRouterOptions): UpgradeListener | undefined {
-  if (path.startsWith(RPC_PREFIX)) return options.rpc;
-  if (path.startsWith(SOCKET_IO_PREFIX)) return options.socketIo;
+interface Channel {
+  listener: UpgradeListener;
+  /** Whether the router takes the client's slot (the Socket.IO fan-out takes its own). */
+  takesSlot: boolean;
+}
+
+function channelOf(path: string, options: UpgradeRouterOptions): Channel | undefined {
+  if (path.startsWith(RPC_PREFIX)) return options.rpc && { listener: options.rpc, takesSlot: true };
+  if (path.startsWith(SOCKET_IO_PREFIX)) return options.socketIo && { listener: options.socketIo, takesSlot: false };
   return undefined;
 }

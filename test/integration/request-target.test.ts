@@ -145,7 +145,7 @@ describe('the passthrough allow-list', () => {
     expect(answer.body).toBe('{"message":"Route GET:/admin/secret?k=v not found","error":"Not Found","statusCode":404}');
   });
 
-  it.each(['/extended', '/extended/', '/extended/v1/status', '/v1/anything', '/v2/info', '/v3/x', '/rosetta/v1/network/list', '/socket.io/?EIO=4&transport=polling'])(
+  it.each(['/extended', '/extended/', '/extended/v1/status', '/v1/anything', '/v2/info', '/v3/x', '/rosetta/v1/network/list', '/socket.io/socket.io.js?v=4'])(
     'forwards %s',
     async (target) => {
       const id = `allowed ${target}`;

@@ -330,27 +330,28 @@ describe('WebSocket fan-out of /extended/v1/ws', () => {
     await peer(`${proxy.url}`);
   });
 
-  it('routes other upgrades to the passthrough as before', async () => {
+  it('routes other upgrades to the passthrough as before, and /socket.io/ to its own fan-out', async () => {
     const upstream = await upstreamWithChannel();
     const proxy = await proxyFor(upstream);
     const [notFound] = parseResponses(await exchangeRaw(proxy.port, upgradeHead('/extended/v1/nope')));
     expect(notFound?.status).toBe(404);
-    // /socket.io/ has no fan-out here: the passthrough tunnels it to the upstream's echo.
+    // /socket.io/ is the Socket.IO fan-out's: the proxy's own Engine.IO opens the session, and
+    // the upstream sees no upgrade until a room is subscribed.
     const socket = new WebSocket(`${proxy.url.replace('http', 'ws')}/socket.io/?EIO=4&transport=websocket`);
     defer(async () => socket.terminate());
-    const echoed = new Promise<string>((resolve) => socket.once('message', (data: Buffer) => resolve(data.toString())));
+    const opened = new Promise<string>((resolve) => socket.once('message', (data: Buffer) => resolve(data.toString())));
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
       socket.once('error', reject);
     });
-    socket.send('40');
-    expect(await echoed).toBe('echo:40');
+    expect(await opened).toMatch(/^0\{"sid":/);
+    expect(upstream.count((r) => r.method === 'UPGRADE' && r.url.startsWith('/socket.io/'))).toBe(0);
   });
 
   it('answers other upgrades itself when the passthrough is off, and still fans out', async () => {
     const upstream = await upstreamWithChannel();
     const proxy = await proxyFor(upstream, { passthrough: { enabled: false } });
-    const [notFound] = parseResponses(await exchangeRaw(proxy.port, upgradeHead('/socket.io/?EIO=4&transport=websocket')));
+    const [notFound] = parseResponses(await exchangeRaw(proxy.port, upgradeHead('/extended/v2/ws')));
     expect(notFound?.status).toBe(404);
     const [refused] = parseResponses(await exchangeRaw(proxy.port, upgradeHead('/extended/v1/ws/%zz')));
     expect(refused?.status).toBe(400);

@@ -16,7 +16,7 @@
 import { FakeUpstreamServer } from './server.js';
 import type { FakeUpstream, FakeUpstreamOptions } from './types.js';
 
-export type { FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
+export type { AttachedChannel, FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 
 export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const fake = new FakeUpstreamServer(opts.principalEtags, opts.rpcChannel);

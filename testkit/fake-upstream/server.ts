@@ -16,7 +16,7 @@ import { FakeChain, type ChainEvent, type PrincipalEtags } from './chain.js';
 import { dispatch } from './dispatch.js';
 import { fail, FaultPlan, isWrongResource, matches, refuseUpgrade } from './faults.js';
 import { crashed, send } from './respond.js';
-import type { FailureMode, FakeUpstream, RecordedRequest } from './types.js';
+import type { AttachedChannel, FailureMode, FakeUpstream, RecordedRequest } from './types.js';
 
 /** Upgrade paths of the upstream's JSON-RPC WebSocket and Socket.IO servers (§6). */
 const WS_PATH_PREFIXES = ['/extended/v1/ws', '/socket.io'];
@@ -34,6 +34,8 @@ export class FakeUpstreamServer implements FakeUpstream {
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
   private inFlight = 0;
+  /** Channels attached on their own paths (testkit/live-upstream), tried before the echo. */
+  private readonly channels = new Set<AttachedChannel>();
   peakInFlight = 0;
   /** The upstream's JSON-RPC channel on /extended/v1/ws, when started with `rpcChannel: true`. */
   private readonly rpcChannel: FakeRpcChannel | undefined;
@@ -137,6 +139,11 @@ export class FakeUpstreamServer implements FakeUpstream {
     this.chain.bumpMempool();
   }
 
+  attach(channel: AttachedChannel): () => void {
+    this.channels.add(channel);
+    return () => this.channels.delete(channel);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -156,8 +163,10 @@ export class FakeUpstreamServer implements FakeUpstream {
     this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
     res.once('close', () => (this.inFlight -= 1));
     const failure = this.faults.take(url);
+    const channel = this.channelFor(url);
     this.later(this.faults.delayFor(url), () => {
       if (failure && !isWrongResource(failure)) fail(req, res, failure);
+      else if (channel?.request) channel.request(req, res);
       else {
         dispatch(this.chain, req, failure?.answerAs)
           .then(({ reply, deprecated }) => send(req, res, reply, deprecated))
@@ -171,12 +180,19 @@ export class FakeUpstreamServer implements FakeUpstream {
     this.record('UPGRADE', url, req.headers);
     const failure = this.faults.take(url);
     this.later(this.faults.delayFor(url), () => {
+      const channel = this.channelFor(url);
       if (failure) refuseUpgrade(socket, failure);
       else if (this.rpcChannel?.handles(url)) this.rpcChannel.handleUpgrade(req, socket, head);
+      else if (channel) channel.upgrade(req, socket, head);
       else if (WS_PATH_PREFIXES.some((prefix) => url.startsWith(prefix))) {
         this.wss.handleUpgrade(req, socket, head, echo);
       } else socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     });
+  }
+
+  private channelFor(url: string): AttachedChannel | undefined {
+    for (const channel of this.channels) if (url.startsWith(channel.prefix)) return channel;
+    return undefined;
   }
 
   private record(method: string, url: string, headers: IncomingHttpHeaders): void {

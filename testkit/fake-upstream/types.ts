@@ -1,3 +1,6 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+
 /** The fake upstream's public interface: what tests, scripts and the bench drive it with. */
 import type { FakeRpcChannel } from '../live-upstream/ws-rpc-channel.js';
 
@@ -48,6 +51,16 @@ export type FailureMode =
   | 'garbage'
   | 'stall-body';
 
+/**
+ * A pushing channel served on its own path prefix (testkit/live-upstream): its HTTP requests
+ * (when it takes them) and WebSocket upgrades go to it instead of the routes and the echo.
+ */
+export interface AttachedChannel {
+  prefix: string;
+  request?(req: IncomingMessage, res: ServerResponse): void;
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+}
+
 export interface FakeUpstream {
   url: string;
   port: number;
@@ -85,6 +98,8 @@ export interface FakeUpstream {
   setFailing(how: FailureMode | null, match?: RegExp): void;
   /** Moves `mempool_updated_at` (the mempool ETag) without any other change. */
   setMempoolChanged(): void;
+  /** Serves `channel` on its path prefix until the returned function is called (opt-in: the echo answers otherwise). */
+  attach(channel: AttachedChannel): () => void;
   /** Closes the server, its sockets and WebSockets, and drops delayed and hanging requests. */
   close(): Promise<void>;
 }
