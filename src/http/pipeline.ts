@@ -30,7 +30,7 @@ import { createOwnEndpoints, type Readiness } from './own-endpoints.js';
 import type { Passthrough } from './passthrough.js';
 import { createReadDispatcher } from './read-dispatch.js';
 import type { ReadHandlerDeps } from './read-handler.js';
-import { observeRequest, type RequestRecord } from './request-log.js';
+import { observeRequest, type RequestRecord, type ServedReadSink } from './request-log.js';
 import { BoundedMemo } from './bounded-memo.js';
 import { admitClient } from './client-admission.js';
 import { decideTarget, type DecidedTarget, type TargetDecision } from './request-target.js';
@@ -48,6 +48,8 @@ export interface PipelineDeps extends ReadHandlerDeps {
   rateLimiter?: RateLimiter;
   /** Step 2b (surface.enabled): answers a surface read and returns true, or returns false. */
   surface?: SurfaceDispatch;
+  /** Told of each read answered 200 from a tip-class entry (the warm-up's hot URLs, src/live/hot-urls.ts). */
+  servedRead?: ServedReadSink;
 }
 
 export type SurfaceDispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant) => boolean;
