@@ -59,6 +59,8 @@ import { BlockWarmer } from './live/block-warmer.js';
 import { HotUrls } from './live/hot-urls.js';
 import { createOwnReads } from './live/own-reads.js';
 import type { TipRef } from './chain/activity.js';
+import { upstreamLinksFor, type UpstreamLinks } from './live/upstream-links.js';
+import { PushFeed } from './live/push-feed.js';
 
 export interface ProxyServer {
   url: string;
@@ -66,6 +68,10 @@ export interface ProxyServer {
   server: Server;
   telemetry: ProxyTelemetry;
   tracker: ChainTipTracker;
+  /** The JSON-RPC links to the upstreams (issue 16), shared by the push feed and the fan-out. */
+  liveLinks: UpstreamLinks;
+  /** The push feed (undefined with live.push.enabled off). */
+  pushFeed?: PushFeed;
   store: TieredStore;
   upstream: UpstreamClient;
   health: UpstreamHealth;
@@ -439,8 +445,24 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const warmer = warmUp?.start({ reads: createReadDispatcher(ROUTES, { readPath, readSpecs, txList, now, logger, telemetry }), surface, upstream, telemetry });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
+  // The live chain (issue 16): one JSON-RPC link per upstream; the push feed starts after the
+  // first tip poll, since it compares its notifications with the polls.
+  const liveLinks = upstreamLinksFor(config, telemetry, now);
+  const pushFeed = config.live.push.enabled
+    ? new PushFeed({
+        origins: upstream.origins,
+        links: liveLinks,
+        tracker,
+        activity: activity?.activity,
+        settings: { ...config.live.push, pollIntervalMs: config.chainTip.pollIntervalMs },
+        clock: now,
+        telemetry,
+      })
+    : undefined;
+
   await tracker.pollOnce();
   tracker.start();
+  pushFeed?.start();
   activity?.watcher?.start();
   const http = await startHttpServer(handleRequest, {
     port: config.server.port,
@@ -472,10 +494,13 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     warmer?.stop();
     // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
     const drained = Promise.all([http.close(), adminHttp.close()]);
+    // The feed first: a notification arriving now must not start a poll.
+    await pushFeed?.close();
     const trackerStopped = tracker.stop();
     activity?.watcher?.stop();
     await drained;
     await trackerStopped;
+    await liveLinks.close();
     await admin.channel?.close();
     await activity?.channel?.close();
     await store.close();
@@ -499,6 +524,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     broadcastCapture: activity?.captureBudget,
     telemetry,
     tracker,
+    liveLinks,
+    pushFeed,
     store,
     upstream,
     health,

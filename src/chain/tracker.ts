@@ -26,6 +26,8 @@ import type { BlockRef, CanonicalBlock, ChainTip, ChainView } from './view.js';
 export type { ChainTip } from './view.js';
 
 export type TipListener = (tip: ChainTip, origin: string, reorg: boolean) => void;
+/** One upstream's tip as its poll answered it, whatever the judgement (believed, kept, held). */
+export type PollListener = (origin: string, tip: ChainTip) => void;
 
 export interface ChainTipSettings {
   pollIntervalMs: number;
@@ -94,6 +96,12 @@ export class ChainTipTracker {
   private activity: ActivityView | undefined;
   /** Told of each newly believed tip, in the turn it is published (see onNewTip). */
   private readonly tipListeners: TipListener[] = [];
+  private readonly pollListeners: PollListener[] = [];
+  /** Each upstream's poll interval (setIntervalFor: the push feed's); otherwise pollIntervalMs. */
+  private intervalFor: ((origin: string) => number) | undefined;
+  /** Upstreams asked to poll now while a poll of theirs was in flight: polled again when it ends. */
+  private readonly again = new Set<string>();
+  private started = false;
 
   constructor(
     private readonly upstream: TipSource,
@@ -115,6 +123,39 @@ export class ChainTipTracker {
     this.tipListeners.push(listener);
   }
 
+  /**
+   * `listener` is called with each upstream's tip as its poll answered it (a 304 repeats the
+   * last), once the answer was judged, whether or not it was believed (the push feed compares it
+   * with what its notifications announced). It must not throw or block (errors are dropped).
+   */
+  onPolled(listener: PollListener): void {
+    this.pollListeners.push(listener);
+  }
+
+  /**
+   * How long after its previous poll each upstream is polled next: the push feed lengthens it
+   * while it is believed (the poll is then a cross-check). Not given: chainTip.pollIntervalMs.
+   */
+  setIntervalFor(intervalFor: (origin: string) => number): void {
+    this.intervalFor = intervalFor;
+  }
+
+  /**
+   * Polls that upstream now (a push said a block arrived), then reschedules its next poll. A poll
+   * already in flight may have been asked before the block existed: one more runs when it ends.
+   * The answer is judged like any poll's: a push is only a reason to ask, never evidence.
+   */
+  pollNow(origin: string): void {
+    if (this.stopped || !this.upstream.origins.includes(origin)) return;
+    if (this.polls.has(origin)) {
+      this.again.add(origin);
+      return;
+    }
+    clearTimeout(this.timers.get(origin));
+    this.timers.delete(origin);
+    void this.pollUpstream(origin).then(() => this.schedule(origin));
+  }
+
   /** The activity registry the policy reads through ChainView.activity (none: the view carries none). */
   attachActivity(activity: ActivityView): void {
     this.activity = activity;
@@ -131,6 +172,7 @@ export class ChainTipTracker {
 
   /** Polls each upstream every `pollIntervalMs` after its previous poll ended (the caller usually awaited a first pollOnce). */
   start(): void {
+    this.started = true;
     for (const origin of this.upstream.origins) this.schedule(origin);
   }
 
@@ -150,12 +192,14 @@ export class ChainTipTracker {
     if (!answered.includes(true)) this.telemetry.tipPollFailed(new Error('no upstream answered the chain tip poll in time'));
   }
 
+  /** The next poll of that upstream, replacing one scheduled (after start() only: tests drive polls themselves before). */
   private schedule(origin: string): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.started) return;
+    clearTimeout(this.timers.get(origin));
     const timer = setTimeout(() => {
       this.timers.delete(origin);
       void this.pollUpstream(origin).then(() => this.schedule(origin));
-    }, this.settings.pollIntervalMs);
+    }, this.intervalFor?.(origin) ?? this.settings.pollIntervalMs);
     timer.unref();
     this.timers.set(origin, timer);
   }
@@ -165,15 +209,29 @@ export class ChainTipTracker {
     let poll = this.polls.get(origin);
     if (!poll) {
       poll = this.fetchTip(origin)
-        .then((tip) => (tip ? this.judgeInTurn(origin, tip).then(() => true) : false))
+        .then((tip) => (tip ? this.judgeInTurn(origin, tip).then(() => this.polled(origin, tip)) : false))
         .catch((error: unknown) => {
           this.telemetry.tipPollFailed(error);
           return false;
         })
-        .finally(() => this.polls.delete(origin));
+        .finally(() => {
+          this.polls.delete(origin);
+          if (this.again.delete(origin)) this.pollNow(origin);
+        });
       this.polls.set(origin, poll);
     }
     return poll;
+  }
+
+  private polled(origin: string, tip: ChainTip): true {
+    for (const listener of this.pollListeners) {
+      try {
+        listener(origin, tip);
+      } catch {
+        // As for tip listeners.
+      }
+    }
+    return true;
   }
 
   /** The poll's own timeout: false when it has not ended within `pollTimeoutMs`. */

@@ -209,6 +209,32 @@ export const METRICS = {
     'stacks_proxy_rate_limit_fail_open_total',
     'Budget charges let through unlimited because the shared rate-limit budget (Redis) failed or timed out.',
   ),
+  // The live chain (issue 16): origins come from the configured upstreams only.
+  upstreamWsConnections: gauge(
+    'stacks_proxy_upstream_ws_connections',
+    'WebSocket connections the live chain holds open to upstreams, by channel (rpc: /extended/v1/ws JSON-RPC, socket_io: /socket.io/).',
+    ['channel'],
+  ),
+  upstreamWsReconnects: counter(
+    'stacks_proxy_upstream_ws_reconnects_total',
+    'Upstream WebSockets of the live chain opened again after they dropped or failed to open, by channel.',
+    ['channel'],
+  ),
+  pushNotifications: counter(
+    'stacks_proxy_push_notifications_total',
+    'Push notifications acted on, by upstream origin and kind (block, mempool: the upstream JSON-RPC feed; redis_apply, redis_rollback: the upstream Redis notifier).',
+    ['origin', 'kind'],
+  ),
+  pushFeedBelieved: gauge(
+    'stacks_proxy_push_feed_believed',
+    '1 while an upstream push feed is believed (open, subscribed, not distrusted: its tip is polled at live.push.crossCheckIntervalMs), 0 otherwise (polled at chainTip.pollIntervalMs).',
+    ['origin'],
+  ),
+  pushDistrusted: counter(
+    'stacks_proxy_push_distrusted_total',
+    'Times an upstream push feed was not believed for live.push.distrustMs, by origin and reason (unannounced: a poll found a block the feed did not announce).',
+    ['origin', 'reason'],
+  ),
   redisCommandDuration: histogram('stacks_proxy_redis_command_duration_seconds', 'Redis command latency by command.', ['command'], REDIS_BUCKETS),
   // The usual Prometheus idiom: a constant 1 whose labels say what runs (`count by (version)`).
   buildInfo: gauge('stacks_proxy_build_info', 'Always 1; the labels say which proxy version runs on which Node.js.', ['version', 'node']),

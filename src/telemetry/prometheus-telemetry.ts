@@ -11,7 +11,7 @@ import { foldedCounter } from './folded.js';
 import { labelChildren } from './label-children.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
-import type { LookupResult, ServedRequest, Telemetry, Tier, TipLike } from './telemetry.js';
+import type { LookupResult, PushKind, ServedRequest, Telemetry, Tier, TipLike, UpstreamWsChannel } from './telemetry.js';
 
 export interface TelemetryOptions {
   logger: Logger;
@@ -364,5 +364,27 @@ class PrometheusTelemetry implements ProxyTelemetry {
     if (!this.rateLimitFailing) return;
     this.rateLimitFailing = false;
     this.logger.info('rate-limit budget (redis) available again: limits apply');
+  }
+
+  upstreamWsConnectionChanged(channel: UpstreamWsChannel, open: boolean): void {
+    if (open) this.m.upstreamWsConnections.labels({ channel }).inc();
+    else this.m.upstreamWsConnections.labels({ channel }).dec();
+  }
+
+  upstreamWsReconnected(channel: UpstreamWsChannel): void {
+    this.m.upstreamWsReconnects.labels({ channel }).inc();
+  }
+
+  pushNotified(origin: string, kind: PushKind): void {
+    this.m.pushNotifications.labels({ origin, kind }).inc();
+  }
+
+  pushFeedBelieved(origin: string, believed: boolean): void {
+    this.m.pushFeedBelieved.set({ origin }, believed ? 1 : 0);
+  }
+
+  pushDistrusted(origin: string, reason: string): void {
+    this.m.pushDistrusted.labels({ origin, reason }).inc();
+    this.logger.warn({ origin, reason }, 'push feed not believed for a while: the tip is polled at chainTip.pollIntervalMs');
   }
 }

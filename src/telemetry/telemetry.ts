@@ -107,7 +107,22 @@ export interface Telemetry {
   rateLimitFailedOpen(error: unknown): void;
   /** The shared budget answers again after failing. */
   rateLimitRecovered(): void;
+
+  // The live chain (issue 16): upstream WebSockets and the push feed.
+  /** An upstream WebSocket of the live chain opened (true) or closed (false). */
+  upstreamWsConnectionChanged(channel: UpstreamWsChannel, open: boolean): void;
+  /** An upstream WebSocket is opened again after it dropped (or failed to open). */
+  upstreamWsReconnected(channel: UpstreamWsChannel): void;
+  /** A push notification of an upstream (or its Redis notifier) acted on. */
+  pushNotified(origin: string, kind: PushKind): void;
+  /** Whether an upstream's push feed is believed (its tip polled at the cross-check interval) or not. */
+  pushFeedBelieved(origin: string, believed: boolean): void;
+  /** A push feed not believed for live.push.distrustMs: a poll found a block it did not announce. */
+  pushDistrusted(origin: string, reason: string): void;
 }
+
+export type UpstreamWsChannel = 'rpc' | 'socket_io';
+export type PushKind = 'block' | 'mempool' | 'redis_apply' | 'redis_rollback';
 
 class NoopTelemetry implements Telemetry {
   requestServed(): void {}
@@ -148,6 +163,11 @@ class NoopTelemetry implements Telemetry {
   rateLimitDecided(): void {}
   rateLimitFailedOpen(): void {}
   rateLimitRecovered(): void {}
+  upstreamWsConnectionChanged(): void {}
+  upstreamWsReconnected(): void {}
+  pushNotified(): void {}
+  pushFeedBelieved(): void {}
+  pushDistrusted(): void {}
 }
 
 /** Ignores every event: for unit tests of a component that are not about its telemetry. */

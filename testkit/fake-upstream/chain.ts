@@ -22,6 +22,9 @@ const MEMPOOL_TICK_MICROS = 1_000_000;
 
 export type PrincipalEtags = 'every-block' | 'exact';
 
+/** What the chain tells its listeners (the pushing channels): a new canonical block, a tx entering the mempool or mined. */
+export type ChainEvent = { kind: 'block'; block: ChainBlock } | { kind: 'mempool'; tx: TxBody } | { kind: 'mined'; tx: TxBody };
+
 export class FakeChain {
   private readonly canonical: ChainBlock[];
   private readonly orphaned: ChainBlock[] = [];
@@ -43,6 +46,7 @@ export class FakeChain {
   /** Since the start, per principal: new txs involving it that were mined and that entered the mempool. */
   private readonly activity = new Map<string, { mined: number; pending: number }>();
   private reorgs = 0;
+  private readonly listeners: ((event: ChainEvent) => void)[] = [];
 
   constructor(principalEtags: PrincipalEtags = 'every-block') {
     this.principalEtags = principalEtags;
@@ -54,6 +58,11 @@ export class FakeChain {
     this.initialMempool = recordedMempoolEtag();
     this.mempoolMicros = parseEpochMicros(this.initialMempool);
     this.burnHeight = this.tipBlock().burn_block_height;
+  }
+
+  /** Called with every new canonical block and mempool change, after the chain has it (as the upstream pushes after its write). */
+  onEvent(listener: (event: ChainEvent) => void): void {
+    this.listeners.push(listener);
   }
 
   tipBlock(): NakamotoBlock {
@@ -183,6 +192,7 @@ export class FakeChain {
     this.txs.set(id, { body });
     this.touch(body, 'pending');
     this.bumpMempool();
+    this.emit({ kind: 'mempool', tx: body });
     return id;
   }
 
@@ -223,8 +233,18 @@ export class FakeChain {
       execution_cost_write_count: 0,
       execution_cost_write_length: 0,
     };
-    this.canonical.push({ block, txIds });
+    const appended = { block, txIds };
+    this.canonical.push(appended);
     for (const id of txIds) this.mine(id, block, parent);
+    this.emit({ kind: 'block', block: appended });
+    for (const id of txIds) {
+      const tx = this.findTx(id);
+      if (tx) this.emit({ kind: 'mined', tx: tx.body });
+    }
+  }
+
+  private emit(event: ChainEvent): void {
+    for (const listener of this.listeners) listener(event);
   }
 
   private mine(txId: string, block: NakamotoBlock, parent: NakamotoBlock): void {

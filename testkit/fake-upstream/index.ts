@@ -19,7 +19,7 @@ import type { FakeUpstream, FakeUpstreamOptions } from './types.js';
 export type { FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 
 export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
-  const fake = new FakeUpstreamServer(opts.principalEtags);
+  const fake = new FakeUpstreamServer(opts.principalEtags, opts.rpcChannel);
   await fake.listen(opts.port ?? 0);
   return fake;
 }

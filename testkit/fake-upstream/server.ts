@@ -1,6 +1,7 @@
 /**
  * The fake's HTTP server: listens, logs every request, applies injected faults, hands the rest to
- * dispatch, echoes WebSockets, and closes everything it opened.
+ * dispatch, serves the upstream's JSON-RPC channel when asked to (and echoes other WebSockets),
+ * and closes everything it opened.
  */
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -9,7 +10,9 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { splitUrl } from '../fixtures.js';
-import { FakeChain, type PrincipalEtags } from './chain.js';
+import { FakeRpcChannel } from '../live-upstream/ws-rpc-channel.js';
+import { legacyBlockJson } from './bodies.js';
+import { FakeChain, type ChainEvent, type PrincipalEtags } from './chain.js';
 import { dispatch } from './dispatch.js';
 import { fail, FaultPlan, isWrongResource, matches, refuseUpgrade } from './faults.js';
 import { crashed, send } from './respond.js';
@@ -32,9 +35,16 @@ export class FakeUpstreamServer implements FakeUpstream {
   private closed = false;
   private inFlight = 0;
   peakInFlight = 0;
+  /** The upstream's JSON-RPC channel on /extended/v1/ws, when started with `rpcChannel: true`. */
+  private readonly rpcChannel: FakeRpcChannel | undefined;
 
-  constructor(principalEtags?: PrincipalEtags) {
+  constructor(principalEtags?: PrincipalEtags, rpcChannel = false) {
     this.chain = new FakeChain(principalEtags);
+    if (rpcChannel) {
+      const channel = new FakeRpcChannel();
+      this.rpcChannel = channel;
+      this.chain.onEvent((event) => pushChainEvent(channel, event));
+    }
     this.server.on('connection', (socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
@@ -73,7 +83,12 @@ export class FakeUpstreamServer implements FakeUpstream {
   }
 
   get openWebSockets(): number {
-    return this.wss.clients.size;
+    return this.wss.clients.size + (this.rpcChannel?.connections ?? 0);
+  }
+
+  get rpc(): FakeRpcChannel {
+    if (!this.rpcChannel) throw new Error('the fake upstream has no JSON-RPC channel: start it with { rpcChannel: true }');
+    return this.rpcChannel;
   }
 
   tip() {
@@ -129,6 +144,7 @@ export class FakeUpstreamServer implements FakeUpstream {
     this.timers.clear();
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
+    this.rpcChannel?.close();
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -156,6 +172,7 @@ export class FakeUpstreamServer implements FakeUpstream {
     const failure = this.faults.take(url);
     this.later(this.faults.delayFor(url), () => {
       if (failure) refuseUpgrade(socket, failure);
+      else if (this.rpcChannel?.handles(url)) this.rpcChannel.handleUpgrade(req, socket, head);
       else if (WS_PATH_PREFIXES.some((prefix) => url.startsWith(prefix))) {
         this.wss.handleUpgrade(req, socket, head, echo);
       } else socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -180,4 +197,20 @@ function echo(ws: WebSocket): void {
   // A client that breaks the protocol must not crash the test process with an unhandled 'error'.
   ws.on('error', () => ws.terminate());
   ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo:${data.toString()}`));
+}
+
+/** The upstream's pushes for the fake chain's changes: a new block, a tx entering the mempool, a tx mined. */
+function pushChainEvent(channel: FakeRpcChannel, event: ChainEvent): void {
+  switch (event.kind) {
+    case 'block':
+      channel.publish('block', JSON.parse(legacyBlockJson(event.block)) as Record<string, unknown>);
+      break;
+    case 'mempool':
+      channel.publish('mempool', event.tx);
+      channel.publish('tx_update', event.tx);
+      break;
+    case 'mined':
+      channel.publish('tx_update', event.tx);
+      break;
+  }
 }

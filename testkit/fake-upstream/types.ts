@@ -1,4 +1,6 @@
 /** The fake upstream's public interface: what tests, scripts and the bench drive it with. */
+import type { FakeRpcChannel } from '../live-upstream/ws-rpc-channel.js';
+
 export interface FakeUpstreamOptions {
   /** 0 or absent: a random free port. */
   port?: number;
@@ -9,6 +11,13 @@ export interface FakeUpstreamOptions {
    * sender or token-transfer recipient) is mined or enters the mempool, and on a reorg.
    */
   principalEtags?: 'every-block' | 'exact';
+  /**
+   * Serve the upstream's JSON-RPC channel on /extended/v1/ws (testkit/live-upstream/ws-rpc-channel.ts):
+   * subscribe replies as the upstream's, and `block`, `mempool` and `tx_update` pushed as the
+   * chain moves. Off (the default), /extended/v1/ws echoes like the other WebSocket paths,
+   * which the passthrough tunnel tests rely on.
+   */
+  rpcChannel?: boolean;
 }
 
 export interface RecordedRequest {
@@ -52,6 +61,8 @@ export interface FakeUpstream {
   readonly peakInFlight: number;
   /** WebSocket connections open now. */
   readonly openWebSockets: number;
+  /** The JSON-RPC channel (started with `rpcChannel: true`; throws otherwise). */
+  readonly rpc: FakeRpcChannel;
   tip(): { height: number; index_block_hash: string; block_hash: string; burn_block_height: number };
   /** Appends `blocks` (default 1) empty canonical blocks, each one burn block higher. */
   advanceTip(blocks?: number): void;
