@@ -10,9 +10,9 @@
  * template: what clients ask of a new block is the same URL about the next one.
  *
  * Bounded: at most `capacity` URLs (a URL longer than MAX_URL_CHARS is not kept), a new one is
- * not kept while full; on each new tip every count is halved and the URLs at 0 go (rotate,
- * linear in the URLs kept), so a flood of one-off URLs leaves room again one block later while
- * URLs clients keep asking stay on top. Recording is one Map update.
+ * not kept while full; on each new tip every count is halved and the URLs at 0 go (rotate: one
+ * sort of the URLs kept, once per block), so a flood of one-off URLs leaves room again one block
+ * later while URLs clients keep asking stay on top. Recording is one Map update.
  */
 import type { IncomingMessage } from 'node:http';
 import type { ChainTip } from '../chain/view.js';
