@@ -7,7 +7,7 @@
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
  *   --quick        1 round of 1 s per variant, a short Zipf mix, no HTTP memory flood
- *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency;
+ *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency, blockWarmup, wsFanout;
  *                  kebab-case works too: --only=wallet-mix)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */
@@ -19,7 +19,9 @@ import { finishMachine, machineNow } from './lib/machine.js';
 import { HAS_TASKSET, ROOT, pinSelf } from './lib/proc.js';
 import { markdown, type Section } from './lib/report.js';
 import { HIT_PATH, type Context } from './scenarios/context.js';
+import { blockWarmup } from './scenarios/block-warmup.js';
 import { coldMiss } from './scenarios/cold-miss.js';
+import { wsFanout } from './scenarios/ws-fanout.js';
 import { memoryHit } from './scenarios/memory-hit.js';
 import { memoryMillion } from './scenarios/memory-million.js';
 import { passthrough } from './scenarios/passthrough.js';
@@ -29,7 +31,7 @@ import { tipLatency } from './scenarios/tip-latency.js';
 import { walletMix } from './scenarios/wallet-mix.js';
 import { zipfMix } from './scenarios/zipf-mix.js';
 
-const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency };
+const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency, blockWarmup, wsFanout };
 /** kebab-case names accepted too (`--only=wallet-mix`). */
 const camel = (name: string): string => name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 

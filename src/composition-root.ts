@@ -29,7 +29,6 @@ import { PassthroughClient } from './upstream/passthrough-client.js';
 import type { Readiness } from './http/own-endpoints.js';
 import { createRequestPipeline } from './http/pipeline.js';
 import { createSurfaceDispatcher } from './http/surface-dispatch.js';
-import type { SurfaceDispatch } from './http/pipeline.js';
 import type { Passthrough } from './http/passthrough.js';
 import { createSurfaceEvidence } from './surface/evidence.js';
 import { createEvidenceReads } from './surface/evidence-reads.js';
@@ -53,6 +52,13 @@ import { MempoolWatcher } from './chain/mempool-watcher.js';
 import { ActivityAnnouncements, activityChannelName } from './cache/activity-announcements.js';
 import { createBroadcastObserver } from './http/broadcast-observer.js';
 import type { BroadcastSink } from './http/passthrough.js';
+import { createReadDispatcher } from './http/read-dispatch.js';
+import type { SurfaceDispatcher } from './http/surface-dispatch.js';
+import type { ServedReadSink } from './http/request-log.js';
+import { BlockWarmer } from './live/block-warmer.js';
+import { HotUrls } from './live/hot-urls.js';
+import { createOwnReads } from './live/own-reads.js';
+import type { TipRef } from './chain/activity.js';
 import { upstreamLinksFor, type UpstreamLinks } from './live/upstream-links.js';
 import { PushFeed } from './live/push-feed.js';
 import { RedisNotifierFeed } from './live/redis-notifier-feed.js';
@@ -188,10 +194,21 @@ function createAdmin(
  * learner on the tracker's new tips, the broadcast observer the passthrough tells, and, with
  * Redis, the channel on which the instances share broadcast touches.
  */
-function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstream: UpstreamClient; redis: RedisStore | undefined; clock: Clock; telemetry: Telemetry }) {
+function createActivity(
+  config: Config,
+  parts: {
+    tracker: ChainTipTracker;
+    upstream: UpstreamClient;
+    redis: RedisStore | undefined;
+    clock: Clock;
+    telemetry: Telemetry;
+    /** The warm-up's hook for a block's transaction ids. */
+    onTransactions: (tip: TipRef, txIds: unknown[]) => void;
+  },
+) {
   const settings = config.activity;
   if (!settings.enabled) return undefined;
-  const { tracker, upstream, redis, clock, telemetry } = parts;
+  const { tracker, upstream, redis, clock, telemetry, onTransactions } = parts;
   // With several upstreams a lagging one (within upstream.maxLagBlocks) may answer a read.
   const single = config.upstream.urls.length === 1;
   const activity = new PrincipalActivity({ ...settings, lagBlocks: single ? 0 : config.upstream.maxLagBlocks });
@@ -203,6 +220,7 @@ function createActivity(config: Config, parts: { tracker: ChainTipTracker; upstr
       settings: { maxTxPages: settings.learnerMaxTxPages, maxEventRequests: settings.learnerMaxEventRequests },
       clock,
       telemetry,
+      onTransactions,
     });
     tracker.onNewTip((tip, origin, reorg) => learner.onTip(tip, origin, reorg));
   }
@@ -257,8 +275,17 @@ function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, l
  */
 function createSurface(
   config: Config,
-  parts: { readPath: ReadPath; readSpecs: RouteReadSpecs; chain: () => ChainView; passthrough: Passthrough; telemetry: Telemetry; logger: Logger; now: Clock },
-): SurfaceDispatch {
+  parts: {
+    readPath: ReadPath;
+    readSpecs: RouteReadSpecs;
+    chain: () => ChainView;
+    passthrough: Passthrough;
+    telemetry: Telemetry;
+    logger: Logger;
+    now: Clock;
+    servedRead: ServedReadSink | undefined;
+  },
+): SurfaceDispatcher {
   const keyPrefix = config.cache.keyPrefix;
   const evidence: SurfaceEvidence = createSurfaceEvidence(
     createEvidenceReads({ readPath: parts.readPath, readSpecs: parts.readSpecs, keyPrefix, chain: parts.chain, evidence: () => evidence }),
@@ -273,6 +300,7 @@ function createSurface(
     telemetry: parts.telemetry,
     logger: parts.logger,
     now: parts.now,
+    servedRead: parts.servedRead,
   });
 }
 
@@ -315,6 +343,40 @@ function createFanout(
   return { rpc, upgrade };
 }
 
+/**
+ * The warm-up of a new block (issue 16, live.warm): what clients asked under the recent tips
+ * (HotUrls, told by the request records), and the warmer on the tracker's new tips, reading
+ * through the same dispatchers as clients (own-reads.ts). Undefined with live.warm.enabled off:
+ * nothing is recorded or read.
+ */
+function createWarmUp(config: Config, tracker: ChainTipTracker) {
+  const settings = config.live.warm;
+  if (!settings.enabled) return undefined;
+  const hot = new HotUrls(settings.hotUrls, () => tracker.tip);
+  const servedRead: ServedReadSink | undefined = settings.hotUrls > 0 ? (req) => hot.record(req) : undefined;
+  let warmer: BlockWarmer | undefined;
+  return {
+    servedRead,
+    /** The block learner's ids of a block's transactions, once the warmer runs. */
+    onTransactions: (tip: TipRef, txIds: unknown[]) => warmer?.transactionsOf(tip, txIds),
+    start(parts: { reads: ReturnType<typeof createReadDispatcher>; surface: SurfaceDispatcher | undefined; upstream: UpstreamClient; telemetry: Telemetry }): BlockWarmer {
+      // Room for a read no client waits for: nothing queued, half the slots free.
+      const idleBelow = Math.max(1, Math.floor(config.upstream.maxConcurrent / 2));
+      warmer = new BlockWarmer({
+        settings,
+        hot,
+        read: createOwnReads({ reads: parts.reads, surface: parts.surface }),
+        upstreamIdle: () => parts.upstream.status().some((u) => u.usable && u.queued === 0 && u.inFlight < idleBelow),
+        learnsTransactions: config.activity.enabled && config.activity.learnBlocks,
+        telemetry: parts.telemetry,
+      });
+      const started = warmer;
+      tracker.onNewTip((tip) => started.onTip(tip));
+      return started;
+    },
+  };
+}
+
 export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
@@ -343,7 +405,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     telemetry,
   );
 
-  const activity = createActivity(config, { tracker, upstream, redis, clock: now, telemetry });
+  const warmUp = createWarmUp(config, tracker);
+  const activity = createActivity(config, { tracker, upstream, redis, clock: now, telemetry, onTransactions: (tip, txIds) => warmUp?.onTransactions(tip, txIds) });
   const chain = () => tracker.view();
   const sharedFlight =
     redis && config.cache.sharedSingleFlight.enabled
@@ -410,7 +473,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
       })
     : undefined;
 
-  const surface = passthrough && config.surface.enabled ? createSurface(config, { readPath, readSpecs, chain, passthrough, telemetry, logger, now }) : undefined;
+  const servedRead = warmUp?.servedRead;
+  const surface =
+    passthrough && config.surface.enabled ? createSurface(config, { readPath, readSpecs, chain, passthrough, telemetry, logger, now, servedRead }) : undefined;
 
   // The live chain (issue 16): one JSON-RPC link per upstream, shared by the push feed and the
   // fan-out; a link opens on first use, when the push feed or a client needs it.
@@ -457,7 +522,10 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     rateLimiter: limits?.limiter,
     surface,
     socketIo: socketIoFanout,
+    servedRead,
   });
+  // The warm-up reads through a dispatcher of its own over the same read path (its plan memo apart).
+  const warmer = warmUp?.start({ reads: createReadDispatcher(ROUTES, { readPath, readSpecs, txList, now, logger, telemetry }), surface, upstream, telemetry });
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
 
   // The push feed starts after the first tip poll, since it compares its notifications with the polls.
@@ -515,6 +583,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
 
   const close = async (): Promise<void> => {
     shuttingDown = true;
+    warmer?.stop();
     // Fanned-out clients get a close frame (1001, going away) or their Socket.IO disconnect
     // before the server ends upgraded sockets.
     await Promise.all([fanout?.rpc.close(), socketIoFanout?.close()]);

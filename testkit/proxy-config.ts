@@ -22,7 +22,9 @@ export function testConfig(options: TestConfigOptions): Config {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
   });
   // Tests drive the tip poll themselves (tracker.pollOnce) unless they say otherwise; so no push
-  // feed either (it would poll on the fake's notifications, and open a WebSocket to it).
-  const testDefaults = { chainTip: { pollIntervalMs: 60_000 }, live: { push: { enabled: false } } };
+  // feed either (it would poll on the fake's notifications, and open a WebSocket to it). They
+  // count the upstream requests their own reads cause: the warm-up of new blocks is on only
+  // where a test turns it on (test/integration/block-warmup.test.ts).
+  const testDefaults = { chainTip: { pollIntervalMs: 60_000 }, live: { push: { enabled: false }, warm: { enabled: false } } };
   return ConfigSchema.parse(deepMerge(deepMerge(base, testDefaults), options.overrides ?? {}));
 }

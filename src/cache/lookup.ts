@@ -3,7 +3,7 @@
  * a client request consults (memory; then Redis, only when memory held nothing usable). An
  * answer that may live under more than one key (a transaction kept for /tx/{id} or as a list
  * member) is still one lookup. Internal reads (the tx/events finality probe) go to the store
- * directly and count nothing: no client asked for them.
+ * directly, and the warm-up's reads through uncounted lookups: they count nothing, no client asked.
  */
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { Decider } from './decider.js';
@@ -35,10 +35,12 @@ export class CacheLookups {
   /**
    * `servesStale`: whether the reader serves an entry the decision allows to be served while it
    * refreshes (the single reader does; tx/multiple refetches such members, so for it they are misses).
+   * `counted`: false for the proxy's own reads (the warm-up of a new block): no client asked.
    */
   constructor(
     private readonly deps: LookupDeps,
     private readonly servesStale = true,
+    private readonly counted = true,
   ) {}
 
   /** A fresh entry is a hit, one served while it refreshes is stale, anything else needs the upstream. */
@@ -59,7 +61,7 @@ export class CacheLookups {
       }
     }
     found ??= { key: firstOf(keys), entry: undefined, decision: { action: 'refetch' } };
-    this.deps.telemetry.cacheLookup('memory', found.entry?.cls ?? 'unknown', this.resultOf(found.decision));
+    if (this.counted) this.deps.telemetry.cacheLookup('memory', found.entry?.cls ?? 'unknown', this.resultOf(found.decision));
     return found;
   }
 
@@ -86,7 +88,7 @@ export class CacheLookups {
 
   /** Redis did not answer: counted as an error; the caller goes on as if it held nothing. */
   private sharedFailed(): undefined {
-    this.deps.telemetry.cacheLookup('redis', 'unknown', 'error');
+    if (this.counted) this.deps.telemetry.cacheLookup('redis', 'unknown', 'error');
     return undefined;
   }
 
@@ -94,12 +96,12 @@ export class CacheLookups {
   private sharedFound(key: string, read: CacheEntry | undefined, usable: Usable): Found | undefined {
     if (!read || !usable(read)) return undefined;
     const found = { key, entry: read, decision: this.decide(read) };
-    this.deps.telemetry.cacheLookup('redis', read.cls, this.resultOf(found.decision));
+    if (this.counted) this.deps.telemetry.cacheLookup('redis', read.cls, this.resultOf(found.decision));
     return found;
   }
 
   private sharedMiss(key: string): Found {
-    this.deps.telemetry.cacheLookup('redis', 'unknown', 'miss');
+    if (this.counted) this.deps.telemetry.cacheLookup('redis', 'unknown', 'miss');
     return { key, entry: undefined, decision: { action: 'refetch' } };
   }
 

@@ -46,6 +46,8 @@ export type Lookup = Found;
 export interface ReadContext {
   /** The client request's id: sent upstream as X-Request-Id, so logs correlate end to end. */
   requestId?: string;
+  /** The proxy's own read (the warm-up of a new block, src/live/block-warmer.ts): its lookups count no client lookup. */
+  own?: boolean;
 }
 
 export interface ReadPathDeps {
@@ -80,11 +82,14 @@ const flightKey = (key: string, generation: number): string => (generation === 0
 export class ReadPath {
   private readonly flights = new SingleFlight<ReadResult>();
   private readonly lookups: CacheLookups;
+  /** The proxy's own reads' lookups: decided alike, counted nowhere. */
+  private readonly ownLookups: CacheLookups;
   /** ETags the upstream gave per shared scope: an expired entry another URL's answer confirms is not asked for again. */
   private readonly validations = new ResourceValidations();
 
   constructor(private readonly deps: ReadPathDeps) {
     this.lookups = new CacheLookups(deps);
+    this.ownLookups = new CacheLookups(deps, true, false);
   }
 
   /** The whole hit path: a synchronous memory lookup and the decision (counted in lookup.ts). */
@@ -101,11 +106,20 @@ export class ReadPath {
   read(spec: ReadSpec, first: Lookup = this.lookup(spec.key), context: ReadContext = {}): Promise<ReadResult> {
     if (first.decision.action === 'fresh') return Promise.resolve({ cacheStatus: 'HIT', entry: first.decision.entry });
     if (first.entry) return this.afterLookup(spec, first.decision, context);
-    return this.lookups.shared(spec.key).then((shared) => {
+    return (context.own ? this.ownLookups : this.lookups).shared(spec.key).then((shared) => {
       const decision = shared ? shared.decision : first.decision;
       if (decision.action === 'fresh') return { cacheStatus: 'HIT', entry: decision.entry };
       return this.afterLookup(spec, decision, context);
     });
+  }
+
+  /**
+   * The proxy's own read of `spec` (the warm-up): the memory lookup, uncounted, and what it comes
+   * to (`read`, with the same decision, single-flight, admission and evidence as a client's read).
+   */
+  prefetch(spec: ReadSpec): { fresh: boolean; read: () => Promise<ReadResult> } {
+    const first = this.ownLookups.memory(spec.key);
+    return { fresh: first.decision.action === 'fresh', read: () => this.read(spec, first, { own: true }) };
   }
 
   /**

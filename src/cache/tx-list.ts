@@ -83,9 +83,12 @@ export interface TxListDeps {
 export class TxListReader {
   private readonly flights = new SingleFlight<Fetched>();
   private readonly lookups: CacheLookups;
+  /** The proxy's own reads' lookups (the warm-up): decided alike, counted nowhere. */
+  private readonly ownLookups: CacheLookups;
 
   constructor(private readonly deps: TxListDeps) {
     this.lookups = new CacheLookups(deps, false);
+    this.ownLookups = new CacheLookups(deps, false, false);
   }
 
   async read(route: RouteSpec, request: CanonicalRequest, context: ReadContext = {}): Promise<ReadResult> {
@@ -97,7 +100,7 @@ export class TxListReader {
     // as requested); such lists are fetched whole rather than composed.
     if (ids.some((id) => id !== id.toLowerCase())) return this.deps.readWhole(route, request, context);
 
-    const cached = await this.lookup(ids, queryText);
+    const cached = await this.lookup(ids, queryText, context.own ? this.ownLookups : this.lookups);
     const missing = ids.filter((id) => !cached.has(id));
     if (missing.length === 0) return this.compose(ids, cached, 'HIT');
 
@@ -125,13 +128,13 @@ export class TxListReader {
    * list-only member; memory first, then the shared tier. A /tx/{id} 404 is that route's own:
    * a list member cannot repeat it byte for byte, so it is passed over.
    */
-  private async lookup(ids: string[], queryText: string): Promise<Map<string, CacheEntry>> {
+  private async lookup(ids: string[], queryText: string, lookups: CacheLookups): Promise<Map<string, CacheEntry>> {
     const found = new Map<string, CacheEntry>();
     await Promise.all(
       ids.map(async (id) => {
         const keys = [transactionKey(this.deps.keyPrefix, id, queryText), listMemberKey(this.deps.keyPrefix, id, queryText)];
-        let member = this.lookups.memory(keys, servesListMember);
-        if (!member.entry) member = (await this.lookups.shared(keys, servesListMember)) ?? member;
+        let member = lookups.memory(keys, servesListMember);
+        if (!member.entry) member = (await lookups.shared(keys, servesListMember)) ?? member;
         if (member.decision.action === 'fresh') found.set(id, member.decision.entry);
       }),
     );

@@ -63,6 +63,8 @@ export class BlockLearner {
       settings: LearnerSettings;
       clock: Clock;
       telemetry: Telemetry;
+      /** Told the ids of a block's transactions once read in full (the warm-up asks for them: live/block-warmer.ts). */
+      onTransactions?: (tip: TipRef, txIds: unknown[]) => void;
     },
   ) {}
 
@@ -107,6 +109,11 @@ export class BlockLearner {
   private async touchesOf(tip: TipRef, origin: string): Promise<BlockTouches> {
     if (!HASH.test(tip.indexBlockHash)) throw new Unknown('the tip has no index block hash to ask by');
     const txs = await this.transactions(tip, origin);
+    try {
+      this.deps.onTransactions?.(tip, txs.map((tx) => tx.tx_id));
+    } catch {
+      // The warm-up's fault is not the learner's.
+    }
     const principals = new Set<string>();
     const coinbase = new Set<string>();
     for (const tx of txs) {

@@ -32,7 +32,7 @@ import { createOwnEndpoints, type Readiness } from './own-endpoints.js';
 import type { Passthrough } from './passthrough.js';
 import { createReadDispatcher } from './read-dispatch.js';
 import type { ReadHandlerDeps } from './read-handler.js';
-import { observeRequest, type RequestRecord } from './request-log.js';
+import { observeRequest, type RequestRecord, type ServedReadSink } from './request-log.js';
 import { BoundedMemo } from './bounded-memo.js';
 import { admitClient } from './client-admission.js';
 import { decideTarget, type DecidedTarget, type TargetDecision } from './request-target.js';
@@ -52,6 +52,8 @@ export interface PipelineDeps extends ReadHandlerDeps {
   surface?: SurfaceDispatch;
   /** Step 2c (live.fanout.enabled): the Socket.IO fan-out's polling transport under /socket.io/. */
   socketIo?: { handleRequest(req: IncomingMessage, res: ServerResponse): boolean };
+  /** Told of each read answered 200 from a tip-class entry (the warm-up's hot URLs, src/live/hot-urls.ts). */
+  servedRead?: ServedReadSink;
 }
 
 export type SurfaceDispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant) => boolean;

@@ -10,8 +10,8 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import { createRouteMatcher } from '../routes/route-matcher.js';
 import type { RouteSpec } from '../routes/route-spec.js';
 import { BoundedMemo } from './bounded-memo.js';
-import { createReadHandler, type ReadHandler, type ReadHandlerDeps, type ServedRead } from './read-handler.js';
-import { observeRequest } from './request-log.js';
+import { createReadHandler, type Prefetch, type ReadHandler, type ReadHandlerDeps, type ServedRead } from './read-handler.js';
+import { observeRequest, type ServedReadSink } from './request-log.js';
 import { sendError } from './respond.js';
 import type { DecidedTarget } from './request-target.js';
 
@@ -21,6 +21,21 @@ const REFUSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export interface ReadDispatchDeps extends ReadHandlerDeps {
   telemetry: Telemetry;
   logger: Logger;
+  /** Told of each GET answered 200 from a tip-class entry (the warm-up's hot URLs). */
+  servedRead?: ServedReadSink;
+}
+
+/** Answers a read-route request (true) or leaves it to the next step (false). */
+export type ReadDispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant) => boolean;
+
+export interface ReadDispatcher extends ReadDispatch {
+  /**
+   * The proxy's own GET of `target` (the warm-up), planned exactly as a client's request: the
+   * same key, admission, single-flight and evidence; no response, no rate-limit charge.
+   * 'uncached': one of the 13 routes, answered without the cache (a bad URL, a redirect);
+   * undefined: not one of the 13 routes (the next step's).
+   */
+  prefetch(target: DecidedTarget): Prefetch | 'uncached' | undefined;
 }
 
 /** What a decided target comes to among the read routes; a pure function of the target. */
@@ -35,7 +50,7 @@ const PLAN_MEMO_ENTRIES = 4096;
 const PLAN_MEMO_KEY_LENGTH = 1024;
 
 /** Returns a handler that answers read-route requests and returns false for anything else. */
-export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDispatchDeps) {
+export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDispatchDeps): ReadDispatcher {
   const matchRoute = createRouteMatcher(routes);
   const handlers = new Map(routes.map((route) => [route.id, createReadHandler(route, deps)]));
   const plans = new BoundedMemo<ReadPlan>(PLAN_MEMO_ENTRIES, PLAN_MEMO_KEY_LENGTH);
@@ -53,8 +68,14 @@ export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDis
     return { kind: 'route', route: match.route, handler, prepared };
   }
 
+  const prefetch = (target: DecidedTarget): Prefetch | 'uncached' | undefined => {
+    const plan = plans.get(target.url, () => planFor(target));
+    if (plan.kind === 'none') return undefined;
+    return (plan.kind === 'route' ? plan.handler.prefetch(plan.prepared) : undefined) ?? 'uncached';
+  };
+
   /** `target` is the request's decided target (request-target.ts); `limit`, its rate-limit grant. */
-  return (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant): boolean => {
+  const dispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant): boolean => {
     const plan = plans.get(target.url, () => planFor(target));
     if (plan.kind === 'none') return false;
     const method = req.method ?? 'GET';
@@ -72,4 +93,5 @@ export function createReadDispatcher(routes: readonly RouteSpec[], deps: ReadDis
     }
     return true;
   };
+  return Object.assign(dispatch, { prefetch });
 }

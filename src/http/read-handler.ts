@@ -44,20 +44,39 @@ export type PreparedRead =
 /** What the handler answers itself: everything prepared but what it leaves to the passthrough. */
 export type ServedRead = Exclude<PreparedRead, { kind: 'passthrough' }>;
 
+/**
+ * The proxy's own read of a prepared request (the warm-up of a new block): whether memory holds
+ * it fresh already, and the read a client's request would make, without a response to write.
+ */
+export interface Prefetch {
+  fresh: boolean;
+  read(): Promise<ReadResult>;
+}
+
 export interface ReadHandler {
   prepare(params: Record<string, string>, rawQuery: string): PreparedRead;
   serve(req: IncomingMessage, res: ServerResponse, prepared: ServedRead, record: RequestRecord): void;
+  /** Undefined for what is not read from the cache (an error, a redirect). */
+  prefetch(prepared: ServedRead): Prefetch | undefined;
 }
 
 export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): ReadHandler {
   const now = deps.now;
   const single = route.reader === 'single';
-  return { prepare, serve };
+  return { prepare, serve, prefetch };
 
   function prepare(params: Record<string, string>, rawQuery: string): PreparedRead {
     const outcome = validateRequest(route, params, rawQuery);
     if (outcome.kind !== 'request') return outcome;
     return { kind: 'request', request: outcome.request, spec: single ? deps.readSpecs(route, outcome.request) : undefined };
+  }
+
+  function prefetch(prepared: ServedRead): Prefetch | undefined {
+    if (prepared.kind !== 'request') return undefined;
+    const { request, spec } = prepared;
+    if (spec !== undefined) return deps.readPath.prefetch(spec);
+    // tx/multiple: its members are looked up (uncounted) by the read itself.
+    return { fresh: false, read: () => deps.txList.read(route, request, { own: true }) };
   }
 
   function serve(req: IncomingMessage, res: ServerResponse, prepared: ServedRead, record: RequestRecord): void {

@@ -41,8 +41,15 @@ export function requestIdOf(req: IncomingMessage): string {
   return typeof incoming === 'string' && incoming.length > 0 && incoming.length <= MAX_REQUEST_ID_LENGTH ? incoming : newRequestId();
 }
 
+/**
+ * Told of each read answered 200 from a tip-class (or tip-keyed) entry, with its request: what
+ * the warm-up of the next block refreshes (src/live/hot-urls.ts decides what it keeps).
+ */
+export type ServedReadSink = (req: IncomingMessage) => void;
+
 export interface RequestSinks {
   telemetry: Telemetry;
+  servedRead?: ServedReadSink;
 }
 
 /** What a handler learns about one request while answering it; reported once. */
@@ -60,6 +67,8 @@ export class RequestRecord {
   cls: string | undefined = undefined;
   upstreamSeconds: number | undefined = undefined;
   upstreamError: string | undefined = undefined;
+  /** A surface read keyed by the tip (its entry is the tip's whatever its class). */
+  tipKeyed = false;
   /** Answered with a refusal before any cache or upstream work (a refused target, 401, 429): sampled in the access log. */
   refused = false;
   private reported = false;
@@ -92,6 +101,7 @@ export class RequestRecord {
     this.reported = true;
     const { limit, sinks } = this;
     if (limit) sinks.telemetry.rateLimitDecided(limit.tier, limit.result);
+    if (sinks.servedRead && this.status === 200 && (this.cls === 'tip' || (this.tipKeyed && this.cls !== undefined))) sinks.servedRead(this.req);
     sinks.telemetry.requestServed({
       requestId: this.requestId,
       method: this.req.method ?? 'GET',

@@ -27,7 +27,8 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import { UpstreamError } from '../upstream/errors.js';
 import { BoundedMemo } from './bounded-memo.js';
 import { readAnnouncedBody } from './read-body.js';
-import { observeRequest, type RequestRecord } from './request-log.js';
+import type { Prefetch } from './read-handler.js';
+import { observeRequest, type RequestRecord, type ServedReadSink } from './request-log.js';
 import type { DecidedTarget } from './request-target.js';
 import { sendError, sendResult } from './respond.js';
 
@@ -35,6 +36,8 @@ import { sendError, sendResult } from './respond.js';
 export interface SpecReader {
   lookup(key: string): Lookup;
   read(spec: ReadSpec, first: Lookup, context: ReadContext): Promise<ReadResult>;
+  /** The proxy's own read (the warm-up): an uncounted lookup, then the read a client's would make. */
+  prefetch(spec: ReadSpec): Prefetch;
 }
 
 export interface SurfaceDispatchDeps {
@@ -48,6 +51,20 @@ export interface SurfaceDispatchDeps {
   telemetry: Telemetry;
   logger: Logger;
   now: Clock;
+  /** Told of each GET answered 200 from a tip-class or tip-keyed entry (the warm-up's hot URLs). */
+  servedRead?: ServedReadSink;
+}
+
+export type SurfaceRead = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant) => boolean;
+
+export interface SurfaceDispatcher extends SurfaceRead {
+  /**
+   * The proxy's own GET of `target` (the warm-up), planned as a client's GET with no
+   * Authorization: the same key (the tip's, for tip-keyed families), admission, single-flight
+   * and evidence; no response, no rate-limit charge. Undefined when it is not a surface read
+   * that caches now (another family, off the allow-list, no tip known yet).
+   */
+  prefetch(target: DecidedTarget): Prefetch | undefined;
 }
 
 /** `application/json`, optionally with `charset=utf-8`: the only bodies whose canonical form the node reads alike. */
@@ -57,7 +74,7 @@ const DECIMAL = /^[0-9]{1,9}$/;
 const PLAN_MEMO_ENTRIES = 4096;
 const PLAN_MEMO_KEY_LENGTH = 1024;
 
-export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
+export function createSurfaceDispatcher(deps: SurfaceDispatchDeps): SurfaceDispatcher {
   // A plan is a pure function of the method and the decided target; null: not a surface read.
   const plans = new BoundedMemo<SurfacePlan | null>(PLAN_MEMO_ENTRIES, PLAN_MEMO_KEY_LENGTH);
   const planFor = (method: 'GET' | 'POST', target: DecidedTarget): SurfacePlan | null => {
@@ -81,7 +98,16 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
     return spec;
   }
 
-  return (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant): boolean => {
+  const prefetch = (target: DecidedTarget): Prefetch | undefined => {
+    if (target.url.length > MAX_SURFACE_URL_CHARS) return undefined;
+    const plan = plans.get(`GET ${target.url}`, () => planFor('GET', target));
+    if (!plan || !deps.allows(target.path)) return undefined;
+    if ((plan.tipKeyed && deps.chain().tipHash === undefined) || (plan.family.burnKeyed && deps.chain().burnHeight === undefined)) return undefined;
+    const spec = getSpec(plan);
+    return spec ? deps.reader.prefetch(spec) : undefined;
+  };
+
+  const dispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant): boolean => {
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     if (method !== 'GET' && method !== 'POST') return false;
     if (target.url.length > MAX_SURFACE_URL_CHARS) return false;
@@ -126,9 +152,11 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps) {
     });
     return true;
   };
+  return Object.assign(dispatch, { prefetch });
 
   function serve(req: IncomingMessage, res: ServerResponse, plan: SurfacePlan, spec: ReadSpec, record: RequestRecord): void {
     record.route = plan.family.id;
+    record.tipKeyed = plan.tipKeyed;
     const first = deps.reader.lookup(spec.key);
     if (first.decision.action === 'fresh') {
       const hit = first.decision.entry;

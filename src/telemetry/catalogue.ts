@@ -187,6 +187,12 @@ export const METRICS = {
     'Requests the principal-activity components sent to the upstream, by source (learner: a new block\'s transactions and events; watcher: the mempool poll).',
     ['source'],
   ),
+  // The warm-up of a new block (issue 16): kinds and outcomes are block-warmer.ts's own words.
+  warmRequests: counter(
+    'stacks_proxy_warm_requests_total',
+    'Reads of the warm-up of a new block, by kind (block, transactions, hot) and outcome (hit: fresh already; fetched; stale; passed: answered, not stored; uncached; failed; busy: the upstream had no room; over_budget; superseded: a newer tip came first).',
+    ['kind', 'outcome'],
+  ),
   // The wider read surface (issue 15): family ids and classes come from src/surface/families.ts only.
   surfaceRequests: counter(
     'stacks_proxy_surface_requests_total',

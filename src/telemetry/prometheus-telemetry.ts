@@ -272,6 +272,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.m.activityUpstreamRequests.labels({ source }).inc();
   }
 
+  warmRequest(kind: 'block' | 'transactions' | 'hot', outcome: string): void {
+    this.m.warmRequests.labels({ kind, outcome }).inc();
+  }
+
   upstreamAnswered(upstream: string, route: string, status: number, seconds: number, failure?: { kind: string; message: string }): void {
     this.upstreamRequests(upstream, route, String(status)).inc();
     this.upstreamDurations(upstream, route).observe(seconds);

@@ -96,6 +96,9 @@ export interface Telemetry {
   /** One request the block learner or the mempool watcher sent to the upstream. */
   activityUpstreamRequest(source: 'learner' | 'watcher'): void;
 
+  /** One read of the warm-up of a new block (src/live/block-warmer.ts) and what became of it. */
+  warmRequest(kind: 'block' | 'transactions' | 'hot', outcome: string): void;
+
   /** One limited request's outcome, when its answer is written (rate limiting on). */
   rateLimitDecided(tier: 'anonymous' | 'keyed', result: 'allowed' | 'refused' | 'unknown_key'): void;
   /** A read of the wider read surface answered: its family, the family's change class, cache result and class served. */
@@ -169,6 +172,7 @@ class NoopTelemetry implements Telemetry {
   activityAnnounced(): void {}
   blockLearned(): void {}
   activityUpstreamRequest(): void {}
+  warmRequest(): void {}
   rateLimitDecided(): void {}
   rateLimitFailedOpen(): void {}
   rateLimitRecovered(): void {}
