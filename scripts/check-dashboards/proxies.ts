@@ -43,7 +43,13 @@ export async function startMainProxy(upstreamUrl: string, redisUrl: string): Pro
       activity: { watchMempool: false },
       // The push feed on the upstream's JSON-RPC channel (the traffic mix drops it and mutes it
       // now and then, for the reconnect and distrust panels).
-      live: { push: { enabled: true, crossCheckIntervalMs: 1_000, distrustMs: 2_000, reconnectMinMs: 50, reconnectMaxMs: 200 } },
+      // The warm-up of each new block (the warm-up panel), and a fan-out whose message rate the
+      // traffic mix's hasty client exceeds (the drops panel).
+      live: {
+        push: { enabled: true, crossCheckIntervalMs: 1_000, distrustMs: 2_000, reconnectMinMs: 50, reconnectMaxMs: 200 },
+        warm: { enabled: true },
+        fanout: { maxMessagesPerSecondPerClient: 1 },
+      },
     },
   });
   // defaultMetrics: the process and Node.js panels need prom-client's default metrics.

@@ -1,6 +1,7 @@
 /** The traffic mix: one round of requests moves every metric the dashboards show. */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { WebSocket } from 'ws';
 import { makeSTXTokenTransfer, privateKeyToAddress, randomPrivateKey } from '@stacks/transactions';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
@@ -59,8 +60,15 @@ type Failure = { status: number } | 'reset';
 const BROADCAST_KEY = randomPrivateKey();
 const BROADCAST_RECIPIENT = privateKeyToAddress(randomPrivateKey(), 'testnet');
 
+/** A JSON-RPC subscribe of the upstream's /extended/v1/ws channel. */
+const SUBSCRIBE_BLOCK = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'subscribe', params: { event: 'block' } });
+/** More messages than the main instance lets a client send in its burst (live.fanout in proxies.ts): it is closed (rate). */
+const OVER_RATE_MESSAGES = 15;
+
 export class TrafficMix {
   private rounds = 0;
+  /** Fan-out clients that stay connected through the run (the clients and subscriptions gauges). */
+  private readonly watchers: WebSocket[] = [];
 
   constructor(
     private readonly main: ProxyServer,
@@ -81,7 +89,40 @@ export class TrafficMix {
     await this.confirmSiblings();
     await this.purgeThroughAdmin();
     await this.broadcast();
+    await this.fanOutClients();
     await this.moveChain();
+  }
+
+  /** Closes the fan-out clients still connected. */
+  close(): void {
+    for (const socket of this.watchers.splice(0)) socket.terminate();
+  }
+
+  /**
+   * The WebSocket fan-out: two clients watch blocks on the main instance for the whole run (the
+   * notifications of moveChain go out to them), and each round one client sends faster than its
+   * message rate allows and is closed (a drop).
+   */
+  private async fanOutClients(): Promise<void> {
+    while (this.watchers.length < 2) {
+      const socket = await this.openFanOutClient();
+      socket.send(SUBSCRIBE_BLOCK);
+      this.watchers.push(socket);
+    }
+    const hasty = await this.openFanOutClient();
+    const closed = new Promise<void>((resolve) => hasty.once('close', () => resolve()));
+    for (let i = 0; i < OVER_RATE_MESSAGES && hasty.readyState === WebSocket.OPEN; i += 1) hasty.send(SUBSCRIBE_BLOCK);
+    await Promise.race([closed, sleep(2_000)]);
+    hasty.terminate();
+  }
+
+  private openFanOutClient(): Promise<WebSocket> {
+    const socket = new WebSocket(`${this.main.url.replace(/^http/, 'ws')}/extended/v1/ws`);
+    socket.on('error', () => socket.terminate());
+    return new Promise((resolve, reject) => {
+      socket.once('open', () => resolve(socket));
+      socket.once('close', () => reject(new Error('a fan-out client could not connect to the main instance')));
+    });
   }
 
   /** Each route's first request of a round misses or revalidates (the tip moved), the second hits. */
@@ -234,6 +275,7 @@ export function startTraffic(mix: TrafficMix): { stop(): Promise<void>; error():
     stop: async () => {
       stopped = true;
       await loop;
+      mix.close();
     },
     error: () => failure,
   };
