@@ -26,6 +26,16 @@ export class ClientSlots {
   }
 }
 
+/**
+ * The longest topic a client may subscribe to, in characters, on either channel (the JSON-RPC
+ * topic key `nft_asset_event:<asset_identifier>+<value>`, a Socket.IO room name). The upstream's
+ * real topics are short: a principal is at most about 170 characters, an asset identifier
+ * `<contract principal>::<name>` about 300, which leaves some 700 for an NFT value's Clarity hex.
+ * Without a bound, one client could make the proxy (and the upstream) keep megabytes of topic
+ * names; a longer topic is refused like a subscription over a limit, never held nor sent upstream.
+ */
+export const MAX_TOPIC_LENGTH = 1_024;
+
 /** How many seconds' worth of messages a client may send at once before the rate applies. */
 export const BURST_SECONDS = 10;
 

@@ -93,6 +93,11 @@ export function subscriptionRefused(id: ID, reason: string): JsonRpc {
   return rpcError(id, new JsonRpcError('Too many subscriptions', SUBSCRIPTION_REFUSED_CODE, reason));
 }
 
+/** The proxy's refusal of a subscribe whose topic key is longer than `maxLength` (client-bounds.ts MAX_TOPIC_LENGTH). */
+export function topicTooLong(id: ID, maxLength: number): JsonRpc {
+  return rpcError(id, new JsonRpcError('Topic too long', SUBSCRIPTION_REFUSED_CODE, `a topic may be at most ${maxLength} characters`));
+}
+
 /** JSON-RPC 2.0 reserves -32000 to -32099 for implementation-defined server errors. */
 export const SUBSCRIPTION_REFUSED_CODE = -32000;
 

@@ -12,8 +12,9 @@
  *
  * Bounds: a client (an engine.io connection, whatever its transport) takes one of the slots
  * shared with the JSON-RPC fan-out (a handshake beyond gets 503); its messages are rated
- * (MessageRate, beyond: closed); its subscriptions are counted (beyond: the `subscribe` is
- * acknowledged with an error, a handshake refused); bytes waiting to be written to it past
+ * (MessageRate, beyond: closed); its subscriptions are counted and each topic's length bounded
+ * (MAX_TOPIC_LENGTH) (beyond: the `subscribe` is acknowledged with an error, a handshake refused,
+ * nothing held nor sent upstream); bytes waiting to be written to it past
  * live.fanout.maxBufferedBytesPerClient close it (a slow client is dropped, never buffered
  * without end); the union of rooms held upstream is capped (maxUpstreamSubscriptions).
  */
@@ -27,10 +28,10 @@ import { unavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { sendError, sendSocketError } from '../http/respond.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { ClientSlots, MessageRate, tooSlow } from './client-bounds.js';
+import { ClientSlots, MAX_TOPIC_LENGTH, MessageRate, tooSlow } from './client-bounds.js';
 import type { LiveSettings } from './settings.js';
 import { checkTopics, handshakeTopics, invalidTopicMessage, topicKind } from './socket-io-topics.js';
-import { CHANNEL, ROOMS_FULL, SocketIoUpstream } from './socket-io-upstream.js';
+import { CHANNEL, SocketIoUpstream } from './socket-io-upstream.js';
 
 /** The upstream's path (socket.io's default): engine.io answers everything under it. */
 export const SOCKET_IO_PATH = '/socket.io/';
@@ -58,6 +59,7 @@ const CLIENT_FILES = new Set([
 ]);
 
 export const subscriptionLimitMessage = (max: number): string => `Too many subscriptions: at most ${max} per client`;
+export const topicTooLongMessage = (max: number): string => `Topic too long: at most ${max} characters`;
 export const PROXY_ROOMS_FULL_MESSAGE = 'Subscription refused: this proxy holds as many topics as it may';
 const CLIENTS_FULL_MESSAGE = 'Too many WebSocket clients on this proxy, try again later';
 
@@ -145,6 +147,10 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     connections.set(conn, state);
     telemetry.wsClientConnected(CHANNEL);
     const rate = new MessageRate(fanout.maxMessagesPerSecondPerClient, clock());
+    // The message that crosses the rate is not acted on either: socket.io has decoded it by now
+    // (it reads the engine's 'data', emitted just before 'message') but dispatches an event to
+    // the socket's handlers a tick later, and only while the socket is connected; drop() closes
+    // the engine connection synchronously, which disconnects the socket before that tick.
     conn.on('message', () => {
       telemetry.wsMessage(CHANNEL, 'in');
       if (!rate.admit(clock())) drop(conn, state, 'rate');
@@ -194,15 +200,26 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
 
   const stateOf = (socket: Socket): SocketState => socket.data as SocketState;
 
-  /** Rooms not held by this socket yet, over its limit or over the proxy's: the refusal's text. */
+  /**
+   * Why `rooms` cannot be joined, if they cannot: a topic over MAX_TOPIC_LENGTH, or rooms not held
+   * by this socket yet over its limit or over the proxy's. Counted as a drop with its reason.
+   */
   function refusal(socket: Socket, rooms: readonly string[]): string | undefined {
+    if (rooms.some((room) => room.length > MAX_TOPIC_LENGTH)) {
+      telemetry.wsClientDropped(CHANNEL, 'topic_length');
+      return topicTooLongMessage(MAX_TOPIC_LENGTH);
+    }
     const held = stateOf(socket).rooms;
     const fresh = new Set(rooms.filter((room) => !held.has(room)));
-    if (held.size + fresh.size > fanout.maxSubscriptionsPerClient) return subscriptionLimitMessage(fanout.maxSubscriptionsPerClient);
-    let newUpstream = 0;
-    for (const room of fresh) if (!upstream.holds(room)) newUpstream += 1;
-    if (upstream.rooms + newUpstream > fanout.maxUpstreamSubscriptions) return PROXY_ROOMS_FULL_MESSAGE;
-    return undefined;
+    let refused: string | undefined;
+    if (held.size + fresh.size > fanout.maxSubscriptionsPerClient) refused = subscriptionLimitMessage(fanout.maxSubscriptionsPerClient);
+    else {
+      let newUpstream = 0;
+      for (const room of fresh) if (!upstream.holds(room)) newUpstream += 1;
+      if (upstream.rooms + newUpstream > fanout.maxUpstreamSubscriptions) refused = PROXY_ROOMS_FULL_MESSAGE;
+    }
+    if (refused) telemetry.wsClientDropped(CHANNEL, 'subscriptions');
+    return refused;
   }
 
   /** Joins `rooms` here and holds each upstream; settles when the upstream acknowledged them. */
@@ -212,7 +229,7 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     for (const room of rooms) {
       if (held.has(room)) continue;
       const hold = upstream.hold(room);
-      if (hold === ROOMS_FULL) continue; // checked by refusal() just before
+      if (typeof hold === 'string') continue; // refused: checked by refusal() just before
       held.add(room);
       acknowledged.push(hold);
       telemetry.wsSubscriptionsChanged(CHANNEL, topicKind(room), 1);
@@ -238,10 +255,7 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     if (check.kind === 'invalid') return next(new Error(invalidTopicMessage(check.topics)));
     if (check.kind === 'unreadable') return next(new Error(invalidTopicMessage([])));
     const refused = refusal(socket, check.rooms);
-    if (refused) {
-      telemetry.wsClientDropped(CHANNEL, 'subscriptions');
-      return next(new Error(refused));
-    }
+    if (refused) return next(new Error(refused));
     next();
   });
 

@@ -12,6 +12,7 @@
 import { Manager, type ManagerOptions, type Socket } from 'socket.io-client';
 import type { Logger } from '../logger.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import { MAX_TOPIC_LENGTH } from './client-bounds.js';
 
 export const CHANNEL = 'socket_io';
 
@@ -38,6 +39,8 @@ export interface SocketIoUpstreamOptions {
 
 /** `hold` refused: the union of rooms is at live.fanout.maxUpstreamSubscriptions. */
 export const ROOMS_FULL = 'full';
+/** `hold` refused: a room name over MAX_TOPIC_LENGTH (the fan-out refuses it first; never kept nor sent upstream). */
+export const ROOM_TOO_LONG = 'too-long';
 
 export class SocketIoUpstream {
   /** Room → clients holding it. The union the upstream is subscribed to. */
@@ -77,10 +80,11 @@ export class SocketIoUpstream {
    * One more client holds `room`. Settles when the upstream has acknowledged its subscription on
    * the current connection (at once if it already has), or after ackTimeoutMs at the latest (no
    * connection yet: the room is subscribed at the next connect). ROOMS_FULL: a new room over
-   * live.fanout.maxUpstreamSubscriptions. The first hold opens the connection: a proxy no
-   * client asks anything of costs the upstream nothing.
+   * live.fanout.maxUpstreamSubscriptions, ROOM_TOO_LONG: a name over MAX_TOPIC_LENGTH. The first
+   * hold opens the connection: a proxy no client asks anything of costs the upstream nothing.
    */
-  hold(room: string): Promise<void> | typeof ROOMS_FULL {
+  hold(room: string): Promise<void> | typeof ROOMS_FULL | typeof ROOM_TOO_LONG {
+    if (room.length > MAX_TOPIC_LENGTH) return ROOM_TOO_LONG;
     const held = this.holders.get(room);
     if (held !== undefined) {
       this.holders.set(room, held + 1);

@@ -6,21 +6,23 @@
  * here, whatever the number of clients), and delivers each notification, as the upstream's frame
  * text, to exactly the clients subscribed to its topic.
  *
- * Bounded: frames from clients (MAX_CLIENT_FRAME_BYTES), subscriptions per client, messages per
- * client (MessageRate, closed 1008), bytes waiting to be written to a client (closed 1013, never
- * buffered without end), clients that stop answering pings (dropped, as the upstream drops them).
+ * Bounded: frames from clients (MAX_CLIENT_FRAME_BYTES), subscriptions per client, the length of
+ * a topic (MAX_TOPIC_LENGTH: refused, never held), messages per client (MessageRate, closed 1008),
+ * bytes of messages read and not yet answered (MAX_PENDING_BYTES, closed 1008), bytes waiting to
+ * be written to a client (closed 1013, never buffered without end), clients that stop answering
+ * pings (dropped, as the upstream drops them).
  * When the link drops, clients stay connected: the link reconnects and subscribes again to every
  * held topic; what the upstream announced in between is lost (docs/live-chain.md).
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
-import { error as rpcError, JsonRpcError } from 'jsonrpc-lite';
+import { error as rpcError, JsonRpcError, type JsonRpc } from 'jsonrpc-lite';
 import type { Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { CLOSE_GOING_AWAY, CLOSE_POLICY_VIOLATION, CLOSE_TRY_AGAIN_LATER, MessageRate, tooSlow } from './client-bounds.js';
+import { CLOSE_GOING_AWAY, CLOSE_POLICY_VIOLATION, CLOSE_TRY_AGAIN_LATER, MAX_TOPIC_LENGTH, MessageRate, tooSlow } from './client-bounds.js';
 import { RPC_PATH, type LinkState, type RpcNotification, type RpcReply, type UpstreamRpcLink } from './upstream-rpc-link.js';
-import { notificationTopicKey, readClientMessage, renderReply, subscriptionRefused, type ClientMessageOutcome, type Topic } from './rpc-topics.js';
+import { notificationTopicKey, readClientMessage, renderReply, subscriptionRefused, topicTooLong, type Topic } from './rpc-topics.js';
 
 /** Largest frame a client may send (subscribe messages are a few hundred bytes; a batch of 256, some 40 KB); beyond, ws closes it with 1009. */
 export const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
@@ -28,12 +30,18 @@ export const MAX_CLIENT_FRAME_BYTES = 64 * 1024;
 export const HEARTBEAT_MS = 5_000;
 /** Longest a reply waits for the upstream to confirm a new topic; then the topic stays held and the reply goes. */
 export const SUBSCRIBE_WAIT_MS = 5_000;
-/** Messages of one client read but not yet answered (a subscribe waiting for the upstream); beyond, it is closed (1008). */
-export const MAX_PENDING_MESSAGES = 64;
+/**
+ * Bytes of one client's messages read but not yet answered (subscribes waiting, in order, for the
+ * upstream's confirmation); beyond, the client is closed (1008). Counted in bytes, not messages, so
+ * that a wallet pipelining a subscribe per address it watches (some 130 bytes each: thousands fit)
+ * gets every reply, while what one client can make the proxy hold stays bounded. Messages wait
+ * as the bytes read and are parsed when their turn comes.
+ */
+export const MAX_PENDING_BYTES = 1024 * 1024;
 /** How long a closed client gets to finish its closing handshake before its socket is ended. */
 const CLOSE_GRACE_MS = 1_000;
 
-export type FanoutDropReason = 'slow' | 'rate' | 'subscriptions' | 'unresponsive' | 'pending';
+export type FanoutDropReason = 'slow' | 'rate' | 'subscriptions' | 'unresponsive' | 'pending' | 'topic_length';
 
 /** What the fan-out needs of one shared upstream link. */
 export type FanoutLink = Pick<UpstreamRpcLink, 'subscribe' | 'unsubscribe' | 'onNotification' | 'onState' | 'state'>;
@@ -72,7 +80,8 @@ interface Client {
   rate: MessageRate;
   /** Answered the last ping. */
   alive: boolean;
-  pending: number;
+  /** Bytes of the messages read and not yet answered (MAX_PENDING_BYTES). */
+  pendingBytes: number;
   /** Messages are answered in order, one after the other, as the upstream answers them. */
   queue: Promise<void>;
   dropped: boolean;
@@ -135,7 +144,7 @@ class RpcFanout implements WsRpcFanout {
       ws.terminate();
       return;
     }
-    const client: Client = { ws, keys: new Set(), rate: new MessageRate(this.options.maxMessagesPerSecondPerClient, this.options.clock()), alive: true, pending: 0, queue: Promise.resolve(), dropped: false };
+    const client: Client = { ws, keys: new Set(), rate: new MessageRate(this.options.maxMessagesPerSecondPerClient, this.options.clock()), alive: true, pendingBytes: 0, queue: Promise.resolve(), dropped: false };
     this.clients.add(client);
     this.options.telemetry.wsClientConnected(CHANNEL);
     ws.on('pong', () => (client.alive = true));
@@ -149,21 +158,23 @@ class RpcFanout implements WsRpcFanout {
     if (client.dropped) return;
     this.options.telemetry.wsMessage(CHANNEL, 'in');
     if (!client.rate.admit(this.options.clock())) return this.drop(client, 'rate', CLOSE_POLICY_VIOLATION, 'message rate exceeded');
-    if (client.pending >= MAX_PENDING_MESSAGES) return this.drop(client, 'pending', CLOSE_POLICY_VIOLATION, 'too many unanswered messages');
-    const outcome = readClientMessage(toBuffer(data), isBinary);
-    client.pending += 1;
+    const message = toBuffer(data);
+    if (client.pendingBytes + message.length > MAX_PENDING_BYTES) return this.drop(client, 'pending', CLOSE_POLICY_VIOLATION, 'too many unanswered messages');
+    client.pendingBytes += message.length;
     client.queue = client.queue
-      .then(() => this.answer(client, outcome))
+      .then(() => this.answer(client, message, isBinary))
       // A failure answering one message must not stop the next ones (nor reach the process).
       .catch(() => undefined)
-      .finally(() => (client.pending -= 1));
+      .finally(() => (client.pendingBytes -= message.length));
   }
 
   /** Applies a message's subscription changes and sends the upstream's reply once the upstream holds every new topic. */
-  private async answer(client: Client, outcome: ClientMessageOutcome): Promise<void> {
+  private async answer(client: Client, message: Buffer, isBinary: boolean): Promise<void> {
+    if (client.dropped) return;
+    const outcome = readClientMessage(message, isBinary);
     const waits: Promise<void>[] = [];
     const reply = outcome.reply;
-    const replace = (index: number, response: ReturnType<typeof subscriptionRefused>): void => {
+    const replace = (index: number, response: JsonRpc): void => {
       if (reply.kind === 'responses') reply.responses[index] = response;
     };
     for (const change of outcome.changes) {
@@ -171,6 +182,12 @@ class RpcFanout implements WsRpcFanout {
       const key = change.topic.key;
       if (change.action === 'unsubscribe') {
         this.release(client, key);
+        continue;
+      }
+      if (key.length > MAX_TOPIC_LENGTH) {
+        // Never held nor sent upstream: a key is kept for as long as a client holds it, by the proxy and the upstream.
+        this.options.telemetry.wsClientDropped(CHANNEL, 'topic_length');
+        replace(change.response, topicTooLong(change.id, MAX_TOPIC_LENGTH));
         continue;
       }
       const held = this.topics.get(key);
@@ -193,7 +210,7 @@ class RpcFanout implements WsRpcFanout {
   }
 
   /** Waits (bounded) for the upstream's answer to a topic; a refusal replaces the client's success and lets go of its hold. */
-  private async confirm(client: Client, id: string | number | null, index: number, entry: HeldTopic, replace: (index: number, response: ReturnType<typeof subscriptionRefused>) => void): Promise<void> {
+  private async confirm(client: Client, id: string | number | null, index: number, entry: HeldTopic, replace: (index: number, response: JsonRpc) => void): Promise<void> {
     const answer = await withDeadline(entry.ready, this.subscribeWaitMs);
     // Not answered in time, or the link is down: the topic stays held and is subscribed again on reconnect.
     if (answer === undefined || answer.ok) return;
@@ -279,10 +296,15 @@ class RpcFanout implements WsRpcFanout {
     for (const client of [...entry.clients]) this.send(client, frame);
   }
 
-  /** One text frame to a client, unless that would leave more than the bound waiting to be written to it. */
+  /**
+   * One text frame to a client, unless more than the bound is already waiting to be written to
+   * it. Judged on what is waiting, not counting the frame: a client that reads gets a
+   * notification larger than the bound (a block's can be), and a client holds at most the bound
+   * plus one message (as on the Socket.IO side).
+   */
   private send(client: Client, frame: Buffer): void {
     if (client.dropped || client.ws.readyState !== WebSocket.OPEN) return;
-    if (tooSlow(client.ws.bufferedAmount + frame.length, this.options.maxBufferedBytesPerClient)) {
+    if (tooSlow(client.ws.bufferedAmount, this.options.maxBufferedBytesPerClient)) {
       this.drop(client, 'slow', CLOSE_TRY_AGAIN_LATER, 'too slow to keep up');
       return;
     }

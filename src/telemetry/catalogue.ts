@@ -249,7 +249,7 @@ export const METRICS = {
   ),
   wsClientDrops: counter(
     'stacks_proxy_ws_client_drops_total',
-    'Fan-out clients closed or refused over a bound, by channel and reason: slow (bytes waiting past live.fanout.maxBufferedBytesPerClient, closed 1013), rate (messages per second, closed 1008), pending (unanswered messages, closed 1008), unresponsive (no pong), subscriptions (a subscribe refused: too many for the client, or upstream).',
+    'Fan-out clients closed or refused over a bound, by channel and reason: slow (bytes waiting past live.fanout.maxBufferedBytesPerClient, closed 1013), rate (messages per second, closed 1008), pending (unanswered messages past 1 MiB, closed 1008), unresponsive (no pong), subscriptions (a subscribe refused: too many for the client, or upstream), topic_length (a subscribe refused: a topic over 1,024 characters).',
     ['channel', 'reason'],
   ),
   redisCommandDuration: histogram('stacks_proxy_redis_command_duration_seconds', 'Redis command latency by command.', ['command'], REDIS_BUCKETS),

@@ -129,7 +129,7 @@ export interface Telemetry {
   wsSubscriptionsChanged(channel: WsChannel, event: string, delta: 1 | -1): void;
   /** One message: from a client (in), to a client (out), or from the upstream (upstream_in). */
   wsMessage(channel: WsChannel, direction: 'in' | 'out' | 'upstream_in'): void;
-  /** A client closed, or its subscribe refused, over a bound (slow, rate, subscriptions, unresponsive, pending). */
+  /** A client closed, or its subscribe refused, over a bound (slow, rate, subscriptions, topic_length, unresponsive, pending, clients). */
   wsClientDropped(channel: WsChannel, reason: string): void;
 }
 

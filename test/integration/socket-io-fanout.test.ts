@@ -12,6 +12,8 @@ import { attachSocketIoChannel, type FakeSocketIoChannel } from '../../testkit/l
 import { RECORDED, waitFor, type FakeUpstream } from '../../testkit/index.js';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
+import { MAX_TOPIC_LENGTH } from '../../src/live/client-bounds.js';
+import { topicTooLongMessage } from '../../src/live/socket-io-fanout.js';
 import { useCleanups } from '../support/cleanups.js';
 
 const { defer, fakeUpstream } = useCleanups();
@@ -27,11 +29,11 @@ interface Setup {
   proxy: ProxyServer;
 }
 
-async function setup(fanout: Record<string, unknown> = {}, overrides: Record<string, unknown> = {}): Promise<Setup> {
+async function setup(fanout: Record<string, unknown> = {}, overrides: Record<string, unknown> = {}, now?: () => number): Promise<Setup> {
   const fake = await fakeUpstream();
   const channel = attachSocketIoChannel(fake);
   defer(() => channel.close());
-  const proxy = await startTestProxy({ upstreamUrls: [fake.url], overrides: { live: { fanout }, ...overrides } });
+  const proxy = await startTestProxy({ upstreamUrls: [fake.url], overrides: { live: { fanout }, ...overrides }, now });
   defer(() => proxy.close());
   return { fake, channel, proxy };
 }
@@ -306,6 +308,46 @@ describe('Socket.IO fan-out (/socket.io/)', () => {
     first.on('disconnect', () => (disconnected = true));
     for (let i = 0; i < 12; i += 1) first.emit('unsubscribe', 'nft-event');
     await waitFor(async () => disconnected, { ...WAIT, what: 'the flooding client closed' });
+    expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'socket_io', reason: 'rate' })).toBe(1);
+  });
+
+  it('refuses a topic longer than MAX_TOPIC_LENGTH (an error acknowledgement, a refused handshake) and never subscribes it upstream', async () => {
+    const { channel, proxy } = await setup();
+    const socket = await connect(proxy.url, ['websocket']);
+    const prefix = `nft-asset-event:${P2}::token+`;
+    const longest = `${prefix}${'a'.repeat(MAX_TOPIC_LENGTH - prefix.length)}`;
+    const tooLong = `${longest}a`;
+    const ack = (topic: unknown): Promise<unknown> => new Promise((resolve) => socket.emit('subscribe', topic, (error: unknown) => resolve(error)));
+    expect(await ack(tooLong)).toBe(topicTooLongMessage(MAX_TOPIC_LENGTH));
+    // A list with one long topic is refused as a whole, as a list over the subscription limit is.
+    expect(await ack(['mempool', tooLong])).toBe(topicTooLongMessage(MAX_TOPIC_LENGTH));
+    expect(await ack(longest)).toBeNull();
+    await expect(connect(proxy.url, ['websocket'], { subscriptions: `block,${tooLong}` })).rejects.toThrow(topicTooLongMessage(MAX_TOPIC_LENGTH));
+    await waitFor(async () => channel.roomSize(longest) === 1, { ...WAIT, what: 'the topic at the bound held upstream' });
+    expect(channel.subscribes).toEqual([longest]);
+    expect(proxy.socketIoFanout?.upstream.rooms).toBe(1);
+    expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'socket_io', reason: 'topic_length' })).toBe(3);
+    expect(socket.connected).toBe(true);
+  });
+
+  it('does not act on the message that crosses the rate limit', async () => {
+    // A clock that does not move: the 10 s burst (10 messages at 1 a second) is all a client has.
+    const { channel, proxy } = await setup({ maxMessagesPerSecondPerClient: 1 }, {}, () => Date.UTC(2026, 0, 1));
+    const flooding = await connect(proxy.url, ['websocket'], { subscriptions: 'block' });
+    await waitFor(async () => channel.roomSize('block') === 1, { ...WAIT, what: 'the upstream connection subscribed' });
+    let disconnected = false;
+    flooding.on('disconnect', () => (disconnected = true));
+    const acks: unknown[] = [];
+    // The handshake's CONNECT was the first message: 9 more are admitted, the 11th crosses the rate.
+    for (let i = 0; i < 9; i += 1) flooding.emit('unsubscribe', 'nft-event');
+    flooding.emit('subscribe', 'mempool', (error: unknown) => acks.push(error));
+    await waitFor(async () => disconnected, { ...WAIT, what: 'the flooding client closed' });
+    // Another client's subscribe goes up the same upstream connection after anything the flooder's would have sent.
+    const other = await connect(proxy.url, ['websocket']);
+    await new Promise<void>((resolve) => other.emit('subscribe', 'microblock', () => resolve()));
+    await waitFor(async () => channel.subscribes.includes('microblock'), { ...WAIT, what: 'microblock subscribed upstream' });
+    expect(channel.subscribes).not.toContain('mempool');
+    expect(acks).toEqual([]);
     expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'socket_io', reason: 'rate' })).toBe(1);
   });
 

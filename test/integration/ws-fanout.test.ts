@@ -13,9 +13,10 @@ import WebSocket from 'ws';
 import { c32address } from 'c32check';
 import type { ProxyServer } from '../../src/composition-root.js';
 import { UpstreamLinks } from '../../src/live/upstream-links.js';
-import { createWsRpcFanout, type WsRpcFanout } from '../../src/live/ws-rpc-fanout.js';
+import { createWsRpcFanout, MAX_PENDING_BYTES, type WsRpcFanout } from '../../src/live/ws-rpc-fanout.js';
+import { MAX_TOPIC_LENGTH } from '../../src/live/client-bounds.js';
 import { noopTelemetry } from '../../src/telemetry/telemetry.js';
-import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
+import { RECORDED, startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import { exchangeRaw, parseResponses } from '../support/raw-socket.js';
@@ -271,6 +272,75 @@ describe('WebSocket fan-out of /extended/v1/ws', () => {
     expect(await client.closed).toBe(1008);
     expect(client.frames).toHaveLength(10);
     expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'rpc', reason: 'rate' })).toBe(1);
+  });
+
+  it('refuses a topic longer than MAX_TOPIC_LENGTH with a JSON-RPC error: never held, never sent upstream, the client kept', async () => {
+    const upstream = await upstreamWithChannel();
+    const proxy = await proxyFor(upstream);
+    const client = await peer(proxy.url);
+    const assetIdentifier = `${RECORDED.contractId}::token`;
+    // The topic key is `nft_asset_event:<asset_identifier>+<value>`: `fits` makes it exactly the bound.
+    const fits = 'a'.repeat(MAX_TOPIC_LENGTH - `nft_asset_event:${assetIdentifier}+`.length);
+    const refusal = (id: number): string =>
+      `{"jsonrpc":"2.0","id":${id},"error":{"message":"Topic too long","code":-32000,"data":"a topic may be at most ${MAX_TOPIC_LENGTH} characters"}}`;
+    expect(await client.ask(subscribe(1, { event: 'nft_asset_event', asset_identifier: assetIdentifier, value: `${fits}a` }))).toBe(refusal(1));
+    // In a batch, only the long topic is refused.
+    const batch = JSON.parse(await client.ask(`[${subscribe(2, { event: 'nft_collection_event', asset_identifier: `${assetIdentifier}${'b'.repeat(2_000)}` })},${subscribe(3, { event: 'block' })}]`));
+    expect(batch).toEqual([JSON.parse(refusal(2)), { jsonrpc: '2.0', id: 3, result: {} }]);
+    expect(await client.ask(subscribe(4, { event: 'nft_asset_event', asset_identifier: assetIdentifier, value: fits }))).toBe(
+      JSON.stringify({ jsonrpc: '2.0', id: 4, result: { asset_identifier: assetIdentifier, value: fits } }),
+    );
+    // Upstream: the topic at the bound, nothing longer.
+    const nftSubscribes = upstream.rpc.requests.filter((request) => request.method === 'subscribe' && String((request.params as { event?: unknown }).event).startsWith('nft_'));
+    expect(nftSubscribes.map((request) => request.params)).toEqual([{ event: 'nft_asset_event', asset_identifier: assetIdentifier, value: fits }]);
+    expect(upstream.rpc.subscribers('nftAssetEvent', `${assetIdentifier}+${fits}`)).toBe(1);
+    expect(upstream.rpc.subscribers('nftCollectionEvent', `${assetIdentifier}${'b'.repeat(2_000)}`)).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_ws_subscriptions', { channel: 'rpc', event: 'nft_collection_event' })).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'rpc', reason: 'topic_length' })).toBe(2);
+    expect(client.isClosed()).toBe(false);
+  });
+
+  it('answers 100 pipelined subscribes, every one in order, without closing the client', async () => {
+    const upstream = await upstreamWithChannel();
+    const proxy = await proxyFor(upstream);
+    const client = await peer(proxy.url);
+    const txId = (i: number): string => `0x${i.toString(16).padStart(64, '0')}`;
+    // Sent at once, as a wallet watching 100 transactions may: all within the 10 s burst of the message rate.
+    for (let id = 0; id < 100; id += 1) client.ws.send(subscribe(id, { event: 'tx_update', tx_id: txId(id) }));
+    await expect.poll(() => client.frames.length >= 100 || client.isClosed(), { timeout: 15_000 }).toBe(true);
+    expect(client.isClosed()).toBe(false);
+    expect(client.frames).toEqual(Array.from({ length: 100 }, (_, id) => JSON.stringify({ jsonrpc: '2.0', id, result: { tx_id: txId(id) } })));
+    expect(upstream.rpc.subscribers('transaction', txId(99))).toBe(1);
+  });
+
+  it('closes (1008) a client whose unanswered messages pass MAX_PENDING_BYTES while the upstream does not answer', async () => {
+    const upstream = await upstreamWithChannel();
+    const proxy = await proxyFor(upstream, { live: { fanout: { maxMessagesPerSecondPerClient: 1_000, maxSubscriptionsPerClient: 10_000 } } });
+    // A subscribe waits for the upstream's confirmation; a silent upstream leaves every one unanswered for 5 s.
+    const first = await peer(proxy.url);
+    await first.ask(subscribe(1, { event: 'block' }));
+    upstream.rpc.setSilent(true);
+    const client = await peer(proxy.url);
+    const padded = (id: number): string => subscribe(id, { event: 'tx_update', tx_id: `0x${id.toString(16).padStart(64, '0')}`, pad: 'p'.repeat(60_000) });
+    const frames = Math.ceil(MAX_PENDING_BYTES / 60_000) + 1;
+    for (let id = 0; id < frames; id += 1) client.ws.send(padded(id));
+    expect(await client.closed).toBe(1008);
+    expect(client.frames).toHaveLength(0);
+    expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'rpc', reason: 'pending' })).toBe(1);
+  });
+
+  it('delivers a notification larger than maxBufferedBytesPerClient to a client that reads', async () => {
+    const upstream = await upstreamWithChannel();
+    const proxy = await proxyFor(upstream, { live: { fanout: { maxBufferedBytesPerClient: 65_536 } } });
+    const client = await peer(proxy.url);
+    await client.ask(subscribe(1, { event: 'block' }));
+    const txs = Array.from({ length: 2_000 }, (_, i) => `0x${i.toString(16).padStart(64, '0')}`);
+    upstream.rpc.publish('block', { height: 1, txs });
+    upstream.rpc.publish('block', { height: 2, txs });
+    await expect.poll(() => client.frames.length >= 3 || client.isClosed(), { timeout: 5_000 }).toBe(true);
+    expect(client.isClosed()).toBe(false);
+    expect(client.frames.slice(1).map((frame) => JSON.parse(frame).params.height)).toEqual([1, 2]);
+    expect(await metricValue(proxy, 'stacks_proxy_ws_client_drops_total', { channel: 'rpc', reason: 'slow' })).toBe(0);
   });
 
   it('closes a client whose frame is over the bound (1009)', async () => {

@@ -25,6 +25,8 @@ export interface FakeSocketIoChannel {
   readonly connectionsEver: number;
   /** Sockets in `room` now. */
   roomSize(room: string): number;
+  /** Every `subscribe` argument received (valid or not), in order. */
+  readonly subscribes: unknown[];
   /** The request headers of every accepted connection's handshake, in order. */
   readonly handshakeHeaders: IncomingMessage['headers'][];
   /** Drops every connection at the transport (no Socket.IO disconnect packet), as a network fault would. */
@@ -93,6 +95,7 @@ export function attachSocketIoChannel(fake: FakeUpstream): FakeSocketIoChannel {
   io.bind(engine);
   let connectionsEver = 0;
   const handshakeHeaders: IncomingMessage['headers'][] = [];
+  const subscribes: unknown[] = [];
 
   io.use((socket, next) => {
     const subscriptions = socket.handshake.query.subscriptions;
@@ -108,6 +111,7 @@ export function attachSocketIoChannel(fake: FakeUpstream): FakeSocketIoChannel {
     const subscriptions = socket.handshake.query.subscriptions;
     if (subscriptions) void socket.join(queryTopics(subscriptions));
     socket.on('subscribe', (topic: unknown, callback: unknown) => {
+      subscribes.push(topic);
       // The upstream's check throws on a non-string: nothing joined, nothing acknowledged.
       let invalid: string[] | undefined;
       try {
@@ -140,6 +144,7 @@ export function attachSocketIoChannel(fake: FakeUpstream): FakeSocketIoChannel {
     },
     roomSize: (room) => io.of('/').adapter.rooms.get(room)?.size ?? 0,
     handshakeHeaders,
+    subscribes,
     dropAll() {
       for (const socket of io.of('/').sockets.values()) {
         const ws = (socket.conn.transport as { socket?: { terminate?: () => void } }).socket;
