@@ -67,7 +67,8 @@ export class RedisNotifierFeed {
   private reader: RedisStreamReader | undefined;
   private closed = false;
   private running: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  /** Aborted by close(): every wait (for the connection, between failed reads) ends at once. */
+  private readonly closing = new AbortController();
   /** Rolled-back blocks the notifier has named since the start. */
   rollbacks = 0;
   private markPositioned: () => void = () => undefined;
@@ -87,7 +88,7 @@ export class RedisNotifierFeed {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.wake?.();
+    this.closing.abort();
     this.reader?.close();
     await this.running;
   }
@@ -99,7 +100,8 @@ export class RedisNotifierFeed {
     while (!this.closed) {
       try {
         // Commands are not queued while the connection is down: wait for it (a while at most).
-        if (!reader.connected) await reader.whenConnected(retryMaxMs);
+        if (!reader.connected) await reader.whenConnected(retryMaxMs, this.closing.signal);
+        if (this.closed) return;
         if (lastId === undefined) {
           lastId = await reader.lastId(stream);
           this.markPositioned();
@@ -134,14 +136,19 @@ export class RedisNotifierFeed {
     return moved;
   }
 
+  /** Waits `ms`, or less when close() comes first. */
   private pause(ms: number): Promise<void> {
+    const { signal } = this.closing;
+    if (signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
-      this.wake = () => {
+      const done = (): void => {
         clearTimeout(timer);
+        signal.removeEventListener('abort', done);
         resolve();
       };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      signal.addEventListener('abort', done, { once: true });
     });
   }
 }
