@@ -84,18 +84,20 @@ export class RedisStreamReader {
     return this.client.status === 'ready';
   }
 
-  /** Resolves when the connection is up, or after `ms` whatever its state. */
-  whenConnected(ms: number): Promise<void> {
-    if (this.connected) return Promise.resolve();
+  /** Resolves when the connection is up, after `ms` whatever its state, or at once when `signal` aborts (a shutdown). */
+  whenConnected(ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.connected || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         this.client.off('ready', done);
+        signal?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, ms);
       timer.unref();
       this.client.once('ready', done);
+      signal?.addEventListener('abort', done, { once: true });
     });
   }
 

@@ -10,6 +10,7 @@
  * final only when the block it names is the canonical one. Each upstream's believable tip goes
  * to the upstream health owner, which decides from it which upstreams lag.
  */
+import { performance } from 'node:perf_hooks';
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
@@ -58,6 +59,13 @@ interface StatusBody {
 
 /** Blocks of a jumped tip's parent chain asked for per poll (a 1,000-block catch-up takes about 32 polls). */
 const JUMP_WALK_BLOCKS_PER_POLL = 32;
+/**
+ * Least time between two polls of one upstream that pollNow starts. A push arriving within the
+ * gap of the previous pushed poll is answered by one poll at the gap's end, so a feed naming
+ * blocks back to back (or lying) costs at most one tip poll per gap; blocks come seconds apart,
+ * so a real one's poll is never held back.
+ */
+export const PUSH_POLL_MIN_GAP_MS = 100;
 /** Checks of canonical blocks (verifyCanonical) in flight at once; beyond it answers stay `tip`. */
 const CHECKS_IN_FLIGHT = 64;
 /** A block hash as the upstream's block route takes it: nothing else (and no height but a whole number) goes into a check's path. */
@@ -101,6 +109,9 @@ export class ChainTipTracker {
   private intervalFor: ((origin: string) => number) | undefined;
   /** Upstreams asked to poll now while a poll of theirs was in flight: polled again when it ends. */
   private readonly again = new Set<string>();
+  /** When pollNow last started a poll of each upstream, and the poll it holds for the end of the gap. */
+  private readonly pushedAt = new Map<string, number>();
+  private readonly heldPushes = new Map<string, NodeJS.Timeout>();
   private started = false;
 
   constructor(
@@ -143,6 +154,9 @@ export class ChainTipTracker {
   /**
    * Polls that upstream now (a push said a block arrived), then reschedules its next poll. A poll
    * already in flight may have been asked before the block existed: one more runs when it ends.
+   * Within PUSH_POLL_MIN_GAP_MS of the previous poll pollNow started, the poll waits for the gap's
+   * end (one poll for every push in between). The gap is timed on the monotonic clock, not the
+   * wall clock: it is a rate, and a clock a test holds still must not hold polls back forever.
    * The answer is judged like any poll's: a push is only a reason to ask, never evidence.
    */
   pollNow(origin: string): void {
@@ -151,6 +165,29 @@ export class ChainTipTracker {
       this.again.add(origin);
       return;
     }
+    // One poll is already held for the end of the gap: it answers this push too.
+    if (this.heldPushes.has(origin)) return;
+    const wait = (this.pushedAt.get(origin) ?? Number.NEGATIVE_INFINITY) + PUSH_POLL_MIN_GAP_MS - performance.now();
+    if (wait > 0) {
+      const held = setTimeout(() => {
+        this.heldPushes.delete(origin);
+        this.pollPushed(origin);
+      }, wait);
+      held.unref();
+      this.heldPushes.set(origin, held);
+      return;
+    }
+    this.pollPushed(origin);
+  }
+
+  /** pollNow's poll, past the gap (a poll in flight by now is joined and followed by one more). */
+  private pollPushed(origin: string): void {
+    if (this.stopped) return;
+    if (this.polls.has(origin)) {
+      this.again.add(origin);
+      return;
+    }
+    this.pushedAt.set(origin, performance.now());
     clearTimeout(this.timers.get(origin));
     this.timers.delete(origin);
     void this.pollUpstream(origin).then(() => this.schedule(origin));
@@ -180,6 +217,8 @@ export class ChainTipTracker {
     this.stopped = true;
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+    for (const held of this.heldPushes.values()) clearTimeout(held);
+    this.heldPushes.clear();
     await Promise.all([...this.polls.values()].map((poll) => this.within(poll)));
   }
 

@@ -9,9 +9,16 @@
  *     nonce and balance answers are not served from before it.
  * While an upstream's feed is believed (its link open, `block` subscribed, not distrusted), its
  * tip is polled every live.push.crossCheckIntervalMs instead of chainTip.pollIntervalMs: the poll
- * stays as a cross-check. When a poll finds a block the feed did not announce within
- * ANNOUNCE_GRACE_MS (a feed gone quiet, or one that disagrees with the poll), the feed is not
- * believed for live.push.distrustMs, and the upstream is polled at chainTip.pollIntervalMs.
+ * stays as a cross-check. A feed is believed only while what it announces agrees with what the
+ * polls find, block by block (by index block hash), each side given ANNOUNCE_GRACE_MS:
+ *   - `unannounced`: a new tip a poll found that the feed did not announce (a feed gone quiet);
+ *   - `unconfirmed`: a block the feed announced that no poll found, while no tip the feed
+ *     announced and a poll found reached its height (a block the upstream does not have).
+ * Several blocks between two polls agree when the feed announced the one the poll finds: a
+ * confirmed tip settles every announcement at or below its height. Either disagreement makes the
+ * feed not believed for live.push.distrustMs, and the upstream is polled at chainTip.pollIntervalMs.
+ * After its link was lost, a feed is judged from the first poll answered once it is believed
+ * again: blocks that came while it was not connected were nobody's to announce.
  */
 import type { Clock } from '../clock.js';
 import type { PrincipalActivity } from '../chain/activity.js';
@@ -45,10 +52,20 @@ export interface PushFeedDeps {
  * moment before its notification arrives.
  */
 export const ANNOUNCE_GRACE_MS = 2_000;
-/** Block hashes remembered per upstream as announced (blocks come seconds apart: minutes' worth). */
+/**
+ * Block hashes remembered per upstream as announced, and blocks waiting for the other side's
+ * word, each (blocks come seconds apart: minutes' worth; a feed naming more within the grace
+ * loses the oldest, and is judged by the rest).
+ */
 const ANNOUNCED_KEPT = 64;
 const BLOCK_TOPIC = { key: 'block', params: { event: 'block' } };
 const MEMPOOL_TOPIC = { key: 'mempool', params: { event: 'mempool' } };
+
+/** A block waiting for the other side's word until `deadline` (clock time). */
+interface Awaited {
+  height: number;
+  deadline: number;
+}
 
 interface OriginFeed {
   origin: string;
@@ -58,13 +75,17 @@ interface OriginFeed {
   distrustedUntil: number;
   /** What the gauge and the interval last said. */
   believed: boolean;
-  /** Index block hashes its `block` notifications named, oldest first (at most ANNOUNCED_KEPT). */
-  announced: Set<string>;
-  announcedHeight: number;
-  /** The tip its previous poll answered (at first the believed one): only a new one is compared with the announcements. */
+  /** Index block hashes its `block` notifications named, with their heights, oldest first (at most ANNOUNCED_KEPT). */
+  announced: Map<string, number>;
+  /** The tip its previous poll answered (at first the believed one; none after a lost link): only a new one is compared with the announcements. */
   lastPolled: { hash: string; height: number } | undefined;
-  /** A polled block waiting for its announcement. */
-  pending: { hash: string; timer: NodeJS.Timeout } | undefined;
+  /** The link was lost while the feed was subscribed: the next belief starts from a fresh poll. */
+  lostLink: boolean;
+  /** New tips polls found that the feed has not announced yet, and its announcements no poll has found yet. */
+  unannounced: Map<string, Awaited>;
+  unconfirmed: Map<string, Awaited>;
+  /** Fires at the earliest deadline of the two. */
+  deadlineTimer: NodeJS.Timeout | undefined;
   distrustTimer: NodeJS.Timeout | undefined;
   stop: (() => void)[];
 }
@@ -95,7 +116,7 @@ export class PushFeed {
     this.closed = true;
     for (const feed of this.feeds.values()) {
       for (const stop of feed.stop) stop();
-      clearTimeout(feed.pending?.timer);
+      clearTimeout(feed.deadlineTimer);
       clearTimeout(feed.distrustTimer);
       feed.link.unsubscribe(BLOCK_TOPIC.key);
       feed.link.unsubscribe(MEMPOOL_TOPIC.key);
@@ -111,10 +132,12 @@ export class PushFeed {
       subscribed: false,
       distrustedUntil: Number.NEGATIVE_INFINITY,
       believed: false,
-      announced: new Set(),
-      announcedHeight: Number.NEGATIVE_INFINITY,
+      announced: new Map(),
       lastPolled: this.deps.tracker.tip && { hash: this.deps.tracker.tip.indexBlockHash.toLowerCase(), height: this.deps.tracker.tip.height },
-      pending: undefined,
+      lostLink: false,
+      unannounced: new Map(),
+      unconfirmed: new Map(),
+      deadlineTimer: undefined,
       distrustTimer: undefined,
       stop: [],
     };
@@ -125,6 +148,7 @@ export class PushFeed {
       link.onState((state) => {
         if (state === 'open') void this.checkSubscribed(feed);
         else {
+          if (feed.subscribed) feed.lostLink = true;
           feed.subscribed = false;
           this.refresh(feed);
         }
@@ -160,13 +184,15 @@ export class PushFeed {
     this.deps.telemetry.pushNotified(feed.origin, 'block');
     // A repeat says nothing new: no second poll for it.
     if (feed.announced.has(hash)) return;
-    feed.announced.add(hash);
-    if (feed.announced.size > ANNOUNCED_KEPT) feed.announced.delete(feed.announced.values().next().value as string);
-    feed.announcedHeight = Math.max(feed.announcedHeight, height);
-    if (feed.pending?.hash === hash) {
-      clearTimeout(feed.pending.timer);
-      feed.pending = undefined;
+    keep(feed.announced, hash, height);
+    const polled = feed.unannounced.get(hash) ?? (feed.lastPolled?.hash === hash ? feed.lastPolled : undefined);
+    if (polled) {
+      // A poll found it first (the upstream's notification comes a moment after its write): agreed, nothing to ask.
+      feed.unannounced.delete(hash);
+      this.confirmed(feed, polled.height);
+      return;
     }
+    if (this.believed(feed.origin)) this.await(feed, feed.unconfirmed, hash, height);
     this.deps.tracker.pollNow(feed.origin);
   }
 
@@ -178,26 +204,62 @@ export class PushFeed {
     if (principals.size > 0) this.deps.activity?.recordBroadcast(principals, this.deps.clock());
   }
 
-  /** A poll's answer: a new block the believed feed has not announced gets ANNOUNCE_GRACE_MS to be. */
+  /**
+   * A poll's answer. A tip the feed announced confirms it, and settles its announcements at or
+   * below that height (blocks between two polls). A new tip it has not announced gets
+   * ANNOUNCE_GRACE_MS to be.
+   */
   private polled(origin: string, tip: ChainTip): void {
     const feed = this.feeds.get(origin);
     if (!feed || this.closed) return;
     const hash = tip.indexBlockHash.toLowerCase();
     const previous = feed.lastPolled;
     feed.lastPolled = { hash, height: tip.height };
+    if (!this.believed(origin)) return;
+    if (feed.announced.has(hash)) {
+      this.confirmed(feed, tip.height);
+      return;
+    }
     // Lower than before is no new block (an upstream behind the others, or a reorg the tracker judges).
-    if (previous === undefined || previous.hash === hash || tip.height < previous.height || !this.believed(origin)) return;
-    if (feed.announced.has(hash) || feed.announcedHeight > tip.height) return;
-    clearTimeout(feed.pending?.timer);
-    const timer = setTimeout(() => {
-      feed.pending = undefined;
-      if (!feed.announced.has(hash) && !this.closed) this.distrust(feed, 'unannounced');
-    }, ANNOUNCE_GRACE_MS);
-    timer.unref();
-    feed.pending = { hash, timer };
+    if (previous === undefined || previous.hash === hash || tip.height < previous.height) return;
+    this.await(feed, feed.unannounced, hash, tip.height);
   }
 
-  private distrust(feed: OriginFeed, reason: string): void {
+  /** A tip both sides named: the feed's announcements up to its height need no poll of their own. */
+  private confirmed(feed: OriginFeed, height: number): void {
+    for (const [hash, awaited] of feed.unconfirmed) if (awaited.height <= height) feed.unconfirmed.delete(hash);
+  }
+
+  /** One more block waiting for the other side's word until ANNOUNCE_GRACE_MS from now. */
+  private await(feed: OriginFeed, waiting: Map<string, Awaited>, hash: string, height: number): void {
+    keep(waiting, hash, { height, deadline: this.deps.clock() + ANNOUNCE_GRACE_MS });
+    this.watchDeadlines(feed);
+  }
+
+  /** Wakes at the earliest deadline of the blocks waiting (one timer per upstream). */
+  private watchDeadlines(feed: OriginFeed): void {
+    if (feed.deadlineTimer !== undefined || this.closed) return;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const waiting of [feed.unannounced, feed.unconfirmed]) for (const { deadline } of waiting.values()) earliest = Math.min(earliest, deadline);
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    feed.deadlineTimer = setTimeout(() => {
+      feed.deadlineTimer = undefined;
+      this.checkDeadlines(feed);
+    }, Math.max(0, earliest - this.deps.clock()));
+    feed.deadlineTimer.unref();
+  }
+
+  /** A block past its deadline without the other side's word: the feed disagrees with the polls. */
+  private checkDeadlines(feed: OriginFeed): void {
+    if (this.closed) return;
+    const now = this.deps.clock();
+    const overdue = (waiting: Map<string, Awaited>): boolean => [...waiting.values()].some(({ deadline }) => deadline <= now);
+    if (overdue(feed.unannounced)) this.distrust(feed, 'unannounced');
+    else if (overdue(feed.unconfirmed)) this.distrust(feed, 'unconfirmed');
+    else this.watchDeadlines(feed);
+  }
+
+  private distrust(feed: OriginFeed, reason: 'unannounced' | 'unconfirmed'): void {
     const { distrustMs } = this.deps.settings;
     feed.distrustedUntil = this.deps.clock() + distrustMs;
     this.deps.telemetry.pushDistrusted(feed.origin, reason);
@@ -210,6 +272,7 @@ export class PushFeed {
   /**
    * The gauge follows belief. A feed that stops being believed has the upstream polled now: a
    * block may have come while it was not heard, and the next poll then comes at the short interval.
+   * What waited for its word is forgotten (it is judged afresh once believed again).
    */
   private refresh(feed: OriginFeed): void {
     if (this.closed) return;
@@ -217,6 +280,21 @@ export class PushFeed {
     if (believed === feed.believed) return;
     feed.believed = believed;
     this.deps.telemetry.pushFeedBelieved(feed.origin, believed);
-    if (!believed) this.deps.tracker.pollNow(feed.origin);
+    if (believed) {
+      if (feed.lostLink) feed.lastPolled = undefined;
+      feed.lostLink = false;
+      return;
+    }
+    feed.unannounced.clear();
+    feed.unconfirmed.clear();
+    clearTimeout(feed.deadlineTimer);
+    feed.deadlineTimer = undefined;
+    this.deps.tracker.pollNow(feed.origin);
   }
+}
+
+/** Adds an entry, dropping the oldest beyond ANNOUNCED_KEPT (a Map keeps insertion order). */
+function keep<V>(entries: Map<string, V>, key: string, value: V): void {
+  entries.set(key, value);
+  if (entries.size > ANNOUNCED_KEPT) entries.delete(entries.keys().next().value as string);
 }

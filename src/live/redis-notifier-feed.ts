@@ -9,9 +9,14 @@
  * nothing added between two reads is skipped), then from the last id read. Every entry that
  * applies or rolls back blocks polls every upstream's tip at once (tracker.pollNow): as with the
  * JSON-RPC feed, an entry is only a reason to ask, and the tracker's own reorg check acts on what
- * the poll answers. Redis going away is waited out (reads again with backoff, never throws);
- * entries are read at most ENTRIES_PER_READ at a time and one larger than MAX_ENTRY_BYTES is
- * skipped unread.
+ * the poll answers. Redis going away is waited out (reads again with backoff, never throws;
+ * close() ends every wait at once).
+ *
+ * Memory: XREAD returns whole entries, whatever their size: one read holds at most
+ * ENTRIES_PER_READ of them, each as large as that Redis lets a value be (its proto-max-bulk-len,
+ * 512 MB by default). One larger than MAX_ENTRY_BYTES is read in full and only not parsed. The
+ * bound is therefore the operator's: this Redis is the upstream's, which they run, and the
+ * upstream writes entries of a few hundred bytes.
  */
 import { RedisStreamReader, type StreamEntry } from '../cache/redis-store.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -35,9 +40,13 @@ export interface RedisNotifierDeps {
 
 /** The label the notifier's notifications are counted under (it speaks for no one upstream). */
 export const REDIS_NOTIFIER_ORIGIN = 'redis_notifier';
-/** Entries one XREAD returns at most: a backlog is read in steps, not in one reply. */
-export const ENTRIES_PER_READ = 64;
-/** The upstream's entries are a few hundred bytes (a few KB with a deep reorg); beyond this one is not parsed. */
+/**
+ * Entries one XREAD returns at most: a backlog is read in steps, not in one reply, and one
+ * reply holds at most this many entries of whatever size they are. Blocks come seconds apart:
+ * more than one entry per read is already a backlog.
+ */
+export const ENTRIES_PER_READ = 16;
+/** The upstream's entries are a few hundred bytes (a few KB with a deep reorg); one beyond this is read but not parsed. */
 export const MAX_ENTRY_BYTES = 256 * 1024;
 
 /** What one stream entry says: blocks applied and rolled back, or nothing understood. */
@@ -67,7 +76,8 @@ export class RedisNotifierFeed {
   private reader: RedisStreamReader | undefined;
   private closed = false;
   private running: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  /** Aborted by close(): every wait (for the connection, between failed reads) ends at once. */
+  private readonly closing = new AbortController();
   /** Rolled-back blocks the notifier has named since the start. */
   rollbacks = 0;
   private markPositioned: () => void = () => undefined;
@@ -87,7 +97,7 @@ export class RedisNotifierFeed {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.wake?.();
+    this.closing.abort();
     this.reader?.close();
     await this.running;
   }
@@ -99,7 +109,8 @@ export class RedisNotifierFeed {
     while (!this.closed) {
       try {
         // Commands are not queued while the connection is down: wait for it (a while at most).
-        if (!reader.connected) await reader.whenConnected(retryMaxMs);
+        if (!reader.connected) await reader.whenConnected(retryMaxMs, this.closing.signal);
+        if (this.closed) return;
         if (lastId === undefined) {
           lastId = await reader.lastId(stream);
           this.markPositioned();
@@ -134,14 +145,19 @@ export class RedisNotifierFeed {
     return moved;
   }
 
+  /** Waits `ms`, or less when close() comes first. */
   private pause(ms: number): Promise<void> {
+    const { signal } = this.closing;
+    if (signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
-      this.wake = () => {
+      const done = (): void => {
         clearTimeout(timer);
+        signal.removeEventListener('abort', done);
         resolve();
       };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      signal.addEventListener('abort', done, { once: true });
     });
   }
 }

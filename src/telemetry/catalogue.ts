@@ -232,7 +232,7 @@ export const METRICS = {
   ),
   pushDistrusted: counter(
     'stacks_proxy_push_distrusted_total',
-    'Times an upstream push feed was not believed for live.push.distrustMs, by origin and reason (unannounced: a poll found a block the feed did not announce).',
+    'Times an upstream push feed was not believed for live.push.distrustMs, by origin and reason (unannounced: a poll found a block the feed did not announce; unconfirmed: the feed announced a block no poll found).',
     ['origin', 'reason'],
   ),
   // WebSocket fan-out (issue 16): channel (rpc, socket_io), event kinds and reasons only, never a topic's address or id.

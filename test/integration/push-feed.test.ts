@@ -5,8 +5,11 @@
  * connection comes back and pushes again; a mempool notification marks its principals changed;
  * push off opens no WebSocket to the upstream. And the tracker's pollNow on its own.
  */
+import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
+import { PUSH_POLL_MIN_GAP_MS } from '../../src/chain/tracker.js';
 import type { ProxyServer } from '../../src/composition-root.js';
+import { ANNOUNCE_GRACE_MS } from '../../src/live/push-feed.js';
 import { RECORDED, startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { fetchRaw } from '../support/http.js';
@@ -76,6 +79,73 @@ describe('push feed', () => {
     upstream.advanceTip();
     await expect.poll(() => latestHeight(proxy), WAIT).toBe(RECORDED.tipHeight + 2);
     expect(await metricValue(proxy, 'stacks_proxy_push_notifications_total', { origin: upstream.url, kind: 'block' })).toBe(0);
+  });
+
+  it('does not believe a feed whose announcement no poll confirms, even once it named a far higher block', async () => {
+    const upstream = await pushingUpstream();
+    // Believed: cross-checked every 300 ms; not believed: polled every 100 ms.
+    const proxy = await proxyWithPush(upstream, { crossCheckIntervalMs: 300 }, { pollIntervalMs: 100 });
+    await expect.poll(() => believed(proxy, upstream), WAIT).toBe(1);
+    // A block no poll finds: the upstream's tip stays below it.
+    upstream.rpc.publish('block', { index_block_hash: `0x${'ab'.repeat(32)}`, height: 999_999_999, hash: `0x${'cd'.repeat(32)}` });
+    await expect.poll(() => metricValue(proxy, 'stacks_proxy_push_notifications_total', { origin: upstream.url, kind: 'block' }), WAIT).toBe(1);
+    // Then the feed goes quiet while blocks come: they are not "announced" by the far higher one.
+    upstream.rpc.setPublishing(false);
+    for (let i = 1; i <= 3; i += 1) {
+      upstream.advanceTip();
+      await expect.poll(() => latestHeight(proxy), WAIT).toBe(RECORDED.tipHeight + i);
+    }
+    await expect.poll(() => believed(proxy, upstream), WAIT).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_push_distrusted_total', { origin: upstream.url, reason: 'unconfirmed' })).toBe(1);
+    expect(proxy.pushFeed?.believed(upstream.url)).toBe(false);
+  });
+
+  it('does not believe a feed that announces a block at the next height that no poll finds', async () => {
+    const upstream = await pushingUpstream();
+    const proxy = await proxyWithPush(upstream, { crossCheckIntervalMs: 300 }, { pollIntervalMs: 100 });
+    await expect.poll(() => believed(proxy, upstream), WAIT).toBe(1);
+    // One height ahead of the tip, a hash the upstream never has; the tip then stays where it is.
+    upstream.rpc.publish('block', { index_block_hash: `0x${'ab'.repeat(32)}`, height: RECORDED.tipHeight + 1, hash: `0x${'cd'.repeat(32)}` });
+    await expect.poll(() => metricValue(proxy, 'stacks_proxy_push_distrusted_total', { origin: upstream.url, reason: 'unconfirmed' }), WAIT).toBe(1);
+    expect(await believed(proxy, upstream)).toBe(0);
+    expect(proxy.tracker.tip?.height).toBe(RECORDED.tipHeight);
+  });
+
+  it('believes a feed that announced the latest of several blocks a poll finds at once', async () => {
+    const upstream = await pushingUpstream();
+    const proxy = await proxyWithPush(upstream);
+    await expect.poll(() => believed(proxy, upstream), WAIT).toBe(1);
+    // The first block is never announced, nor polled (no cross-check before the second): the poll
+    // the second one's notification asks for finds that one, which the feed did announce.
+    upstream.rpc.setPublishing(false);
+    upstream.advanceTip();
+    upstream.rpc.setPublishing(true);
+    upstream.advanceTip();
+    await expect.poll(() => latestHeight(proxy), WAIT).toBe(RECORDED.tipHeight + 2);
+    await new Promise((resolve) => setTimeout(resolve, ANNOUNCE_GRACE_MS + 500));
+    expect(await metricValue(proxy, 'stacks_proxy_push_distrusted_total', { origin: upstream.url })).toBe(0);
+    expect(await believed(proxy, upstream)).toBe(1);
+  });
+
+  it('answers a burst of block notifications with a few tip polls, not one each', async () => {
+    const upstream = await pushingUpstream();
+    const proxy = await proxyWithPush(upstream);
+    await expect.poll(() => believed(proxy, upstream), WAIT).toBe(1);
+    const before = upstream.count('/extended');
+    const started = performance.now();
+    // 50 distinct blocks, 10 ms apart: each would be worth a poll of its own without coalescing.
+    for (let i = 0; i < 50; i += 1) {
+      upstream.rpc.publish('block', { index_block_hash: `0x${i.toString(16).padStart(64, '0')}`, height: RECORDED.tipHeight, hash: `0x${'cd'.repeat(32)}` });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await expect.poll(() => metricValue(proxy, 'stacks_proxy_push_notifications_total', { origin: upstream.url, kind: 'block' }), WAIT).toBe(50);
+    // The poll due at the end of the last gap.
+    await new Promise((resolve) => setTimeout(resolve, 3 * PUSH_POLL_MIN_GAP_MS));
+    const elapsed = performance.now() - started;
+    const polls = upstream.count('/extended') - before;
+    expect(polls).toBeGreaterThanOrEqual(1);
+    // At most one push-triggered poll per gap, and one more at its end.
+    expect(polls).toBeLessThanOrEqual(Math.ceil(elapsed / PUSH_POLL_MIN_GAP_MS) + 1);
   });
 
   it('reconnects after the upstream drops its connection, and pushes again', async () => {

@@ -5,6 +5,7 @@
  * 60 s poll; a rollback has the tracker find the reorg; entries from before the start, malformed
  * or oversized ones move nothing; Redis going away and coming back is waited out.
  */
+import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/composition-root.js';
@@ -108,6 +109,22 @@ describe('Redis change notifier', () => {
       }, WAIT)
       .toBe(RECORDED.tipHeight + 1);
   });
+
+  it('closes at once while its Redis is unreachable, whatever the backoff', async () => {
+    const upstream = await fakeUpstream();
+    // Nothing listens on port 9 (discard): every connection attempt fails; waits grow to reconnectMaxMs.
+    const reconnectMaxMs = 20_000;
+    const proxy = await startTestProxy({
+      upstreamUrls: [upstream.url],
+      overrides: { live: { push: { enabled: false, reconnectMinMs: 250, reconnectMaxMs }, redisNotifier: { url: 'redis://127.0.0.1:9' } } },
+    });
+    // Let the feed fail a few times and wait for the connection.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const started = performance.now();
+    await proxy.close();
+    // Not a latency bound: well under the longest wait, which a close that is not woken would sit out.
+    expect(performance.now() - started).toBeLessThan(reconnectMaxMs / 4);
+  }, 60_000);
 });
 
 describe('parseNotifierEntry', () => {
