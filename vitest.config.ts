@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // test/ops needs system tools (docker compose, promtool, kubectl, Chromium): `npm run test:ops`.
+    exclude: ['test/ops/**', '**/node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Suites start real servers (fake upstream, proxy, redis-server) on random ports.
