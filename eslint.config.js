@@ -72,8 +72,66 @@ const PURE = [
   'src/surface/admit-surface.ts',
   'src/surface/surface-spec.ts',
   'src/surface/evidence.ts',
+  // The live chain (issue 16): the upstream's channels' rules and the fan-out's bounds.
+  'src/live/settings.ts',
+  'src/live/rpc-topics.ts',
+  'src/live/socket-io-topics.ts',
+  'src/live/client-bounds.ts',
 ];
 const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
+
+/**
+ * What each folder may not import: the libraries kept to one place, and the folders above it
+ * (layers, bottom up: routes (pure); upstream; chain (reads upstreams); cache (reads chain, routes,
+ * upstream); limits; telemetry knows no component; http serves from all of them; live (issue 16:
+ * push feed, warm-up, fan-out) drives http and the chain; the composition root builds them all).
+ * `test` says whether a file belongs to the folder (REDIS_MODULES are the cache folder's own case).
+ */
+const FOLDERS = [
+  { files: ['src/upstream/**/*.ts'], test: (f) => f.startsWith('src/upstream/'), paths: [IOREDIS, PROM, PINO], patterns: [layer('upstream/', ['cache', 'chain', 'http', 'routes', 'live'])] },
+  { files: ['src/chain/**/*.ts'], test: (f) => f.startsWith('src/chain/'), paths: [IOREDIS, UNDICI, PROM, PINO], patterns: [layer('chain/', ['cache', 'http', 'routes', 'live'])] },
+  {
+    files: ['src/cache/**/*.ts'],
+    ignores: REDIS_MODULES,
+    test: (f) => f.startsWith('src/cache/') && !REDIS_MODULES.includes(f),
+    paths: [IOREDIS, UNDICI, PROM, PINO],
+    patterns: [layer('cache/', ['http', 'live'])],
+  },
+  { files: REDIS_MODULES, test: (f) => REDIS_MODULES.includes(f), paths: [UNDICI, PROM, PINO], patterns: [layer('cache/', ['http', 'live'])] },
+  {
+    files: ['src/routes/**/*.ts'],
+    test: (f) => f.startsWith('src/routes/'),
+    paths: [IOREDIS, UNDICI, PROM, PINO, ...IO],
+    patterns: [layer('routes/', ['cache', 'chain', 'http', 'upstream', 'telemetry', 'live']), IMPURE_HELPERS],
+  },
+  // Rate limits (issue 9): below cache (whose Redis budget implements limits/budget.ts) and http.
+  { files: ['src/limits/**/*.ts'], test: (f) => f.startsWith('src/limits/'), paths: [IOREDIS, UNDICI, PROM, PINO], patterns: [layer('limits/', ['cache', 'chain', 'http', 'routes', 'upstream', 'live'])] },
+  // Components call telemetry; telemetry knows no component (its vocabulary is its own).
+  {
+    files: ['src/telemetry/**/*.ts'],
+    test: (f) => f.startsWith('src/telemetry/'),
+    paths: [IOREDIS, UNDICI, PINO],
+    patterns: [layer('telemetry/', ['cache', 'chain', 'http', 'limits', 'routes', 'upstream', 'live'])],
+  },
+  { files: ['src/http/**/*.ts'], test: (f) => f.startsWith('src/http/'), paths: [IOREDIS, UNDICI, PROM, PINO], patterns: [layer('http/', ['live'])] },
+];
+/** Everything else in src/ (the live chain, the composition root, config, ...): the libraries only. */
+const REST_OF_SRC = { paths: [IOREDIS, UNDICI, PROM, PINO], patterns: [] };
+
+const unique = (items) => [...new Set(items)];
+
+/**
+ * A pure module keeps its folder's rules (its layer above all) and adds its own: no I/O, no clock,
+ * telemetry or logger. One block per file, so that no later block can replace the folder's rule
+ * (flat config: a file matched by two blocks gets the last one's rule).
+ */
+const pureBlock = (file) => {
+  const folder = FOLDERS.find((candidate) => candidate.test(file)) ?? REST_OF_SRC;
+  return {
+    files: [file],
+    rules: restrict(unique([...folder.paths, IOREDIS, UNDICI, PROM, PINO, ...IO]), unique([...OUTSIDE_SRC, ...folder.patterns, IMPURE_HELPERS])),
+  };
+};
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/'] },
@@ -87,29 +145,12 @@ export default tseslint.config(
   },
   // Tests build hostile inputs on purpose (control characters in paths).
   { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
-  // Every block below restricts one folder; a file matched by two blocks gets the last one's
-  // rule, so each block lists everything its folder may not import.
-  { files: ['src/**/*.ts'], ignores: [...REDIS_MODULES, 'src/upstream/**', 'src/telemetry/**', 'src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], OUTSIDE_SRC) },
+  // Every block below restricts one folder and lists everything its folder may not import.
+  { files: ['src/**/*.ts'], ignores: [...REDIS_MODULES, 'src/upstream/**', 'src/telemetry/**', 'src/logger.ts'], rules: restrict(REST_OF_SRC.paths, OUTSIDE_SRC) },
   { files: ['src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM], OUTSIDE_SRC) },
-  // Layers, bottom up: routes (pure, like PURE); upstream; chain (reads upstreams); cache (reads chain, routes,
-  // upstream); http (serves from all of them); the composition root builds them all.
-  { files: ['src/upstream/**/*.ts'], rules: restrict([IOREDIS, PROM, PINO], [...OUTSIDE_SRC, layer('upstream/', ['cache', 'chain', 'http', 'routes'])]) },
-  { files: ['src/chain/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('chain/', ['cache', 'http', 'routes'])]) },
-  { files: ['src/cache/**/*.ts'], ignores: REDIS_MODULES, rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
-  { files: REDIS_MODULES, rules: restrict([UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('cache/', ['http'])]) },
-  { files: ['src/routes/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO, ...IO], [...OUTSIDE_SRC, layer('routes/', ['cache', 'chain', 'http', 'upstream', 'telemetry']), IMPURE_HELPERS]) },
-  // Rate limits (issue 9): below cache (whose Redis budget implements limits/budget.ts) and http.
-  { files: ['src/limits/**/*.ts'], rules: restrict([IOREDIS, UNDICI, PROM, PINO], [...OUTSIDE_SRC, layer('limits/', ['cache', 'chain', 'http', 'routes', 'upstream'])]) },
-  // Components call telemetry; telemetry knows no component (its vocabulary is its own).
-  {
-    files: ['src/telemetry/**/*.ts'],
-    rules: restrict([IOREDIS, UNDICI, PINO], [...OUTSIDE_SRC, layer('telemetry/', ['cache', 'chain', 'http', 'limits', 'routes', 'upstream'])]),
-  },
+  ...FOLDERS.map(({ files, ignores, paths, patterns }) => ({ files, ...(ignores ? { ignores } : {}), rules: restrict(paths, [...OUTSIDE_SRC, ...patterns]) })),
   // Pure modules: decisions and formats only, no I/O, no logging, no metrics. Time comes in as an argument.
-  {
-    files: PURE,
-    rules: restrict([IOREDIS, UNDICI, PROM, PINO, ...IO], [...OUTSIDE_SRC, IMPURE_HELPERS]),
-  },
+  ...PURE.map(pureBlock),
   // One wall clock (src/clock.ts), injected everywhere, so tests can move time for every component at once.
   {
     files: ['src/**/*.ts'],
