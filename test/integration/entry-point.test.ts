@@ -5,7 +5,7 @@
  * to change them.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -95,7 +95,8 @@ describe('the Node.js version check', () => {
     const run = runEntry(node, [], { PORT: 'not-a-port' });
     if (Number(version.split('.')[0]) < 24) {
       expectNeedsNode24(run, version);
-      expect(run.stderr).toContain(`(${node})`);
+      // process.execPath: the binary itself, links resolved.
+      expect(run.stderr).toContain(`(${realpathSync(node)})`);
     } else {
       expect(run.code, run.stderr).toBe(2);
       expect(run.stderr).toContain('invalid configuration');
