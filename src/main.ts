@@ -1,13 +1,26 @@
 /**
  * The entry point (`npm start`, the Docker image's command): the only place that reads
- * process.env. Loads the config, sizes V8's heap from it, starts the proxy
- * (composition-root.ts) and stops it on SIGTERM/SIGINT.
+ * process.env. Checks the Node.js version, loads the config, sizes V8's heap from it, starts the
+ * proxy (composition-root.ts) and stops it on SIGTERM/SIGINT.
  */
-import { getHeapStatistics } from 'node:v8';
-import { ConfigError, loadConfig, memoryTierBytes, redactedConfig, type Config } from './config.js';
-import { createLogger, type Logger } from './logger.js';
-import { startProxy } from './composition-root.js';
-import { heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags } from './runtime/heap-sizing.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import { unsupportedNodeMessage } from './runtime/node-version.js';
+
+// Before anything else is loaded: on an older Node the dependencies fail while loading (undici),
+// so everything else is imported dynamically, after this check (exit 2, as for a bad setting).
+const unsupportedNode = unsupportedNodeMessage(process.versions.node, process.execPath);
+if (unsupportedNode) {
+  process.stderr.write(`stacks-cache-proxy: ${unsupportedNode}\n`);
+  process.exit(2);
+}
+
+const { getHeapStatistics } = await import('node:v8');
+const { ConfigError, loadConfig, memoryTierBytes, redactedConfig } = await import('./config.js');
+const { createLogger } = await import('./logger.js');
+const { startProxy } = await import('./composition-root.js');
+const { heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags } = await import('./runtime/heap-sizing.js');
+const { logStartupNotes } = await import('./startup-notes.js');
 
 const MiB = 2 ** 20;
 
@@ -49,6 +62,7 @@ async function main(): Promise<void> {
   const notRelaunched = relaunchWithHeapFlags(config);
   const logger = createLogger(config.logLevel);
   logger.info({ config: redactedConfig(config) }, 'starting');
+  logStartupNotes(logger, config);
   logHeap(logger, notRelaunched);
   const proxy = await startProxy(config, { logger });
   logger.info({ url: proxy.url, adminUrl: proxy.adminUrl, cache: config.redis.url ? 'memory+redis' : 'memory' }, 'listening');
