@@ -209,7 +209,7 @@ export const ConfigSchema = z
         reorgMaxWalk: positiveInt.describe("How far back a reorg's fork point is searched; beyond it the fork is assumed there"),
       })
       .strict(),
-    // Principal activity (issue 15): README "Principal activity (broadcasts and block learning)".
+    // Principal activity (issue 15): docs/caching-and-freshness.md "Principal activity (broadcasts and block learning)".
     activity: z
       .object({
         enabled: z.boolean().describe("Keep the principal-activity registry (broadcasts through the proxy, block learning, the mempool watcher); `false`: tip, TTL and revalidation alone, **without the guarantee that a sender's next nonce after its own broadcast is never stale** (on the wallet mix: 83 stale nonces in 60 s)"),
