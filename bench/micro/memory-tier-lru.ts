@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark behind the memory tier's choice of lru-cache (README "Design notes"): the
+ * Micro-benchmark behind the memory tier's choice of lru-cache (docs/architecture.md "Design notes"): the
  * hand-written Map LRU the memory tier used to be, against lru-cache configured as
  * src/cache/memory-store.ts configures it, on a hit and on a put that evicts. Medians of
  * alternating rounds, in the same process.

@@ -31,7 +31,7 @@ export interface MemoryStoreOptions {
 /**
  * lru-cache keeps the byte budget, per-entry retention and recency (measured against the
  * hand-written Map LRU it replaced: about 1.9x faster per hit and 2.7x per put that evicts, see
- * README "Design notes"); this class adapts it to the CacheStore interface. Each entry is
+ * docs/architecture.md "Design notes"); this class adapts it to the CacheStore interface. Each entry is
  * charged what it really holds (entry.ts entryCost: key, headers, metadata, lru-cache's slot),
  * so `maxBytes` bounds the tier's memory, not only its bodies.
  */

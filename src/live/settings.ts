@@ -16,15 +16,15 @@ export const LiveSchema = z
       .object({
         enabled: z
           .boolean()
-          .describe("Follow each upstream's `block` and `mempool` notifications over its /extended/v1/ws JSON-RPC WebSocket, and poll the tip at once when one arrives"),
+          .describe("Follow each upstream's `block` and `mempool` notifications over its `/extended/v1/ws` JSON-RPC WebSocket, and poll its tip at once when one arrives (see [Live chain](live-chain.md)); the poll stays as fallback and cross-check"),
         crossCheckIntervalMs: positiveInt.describe(
-          "Tip poll interval of an upstream while its push feed is believed (the poll stays as a cross-check); otherwise chainTip.pollIntervalMs",
+          'Tip poll interval of an upstream while its push feed is believed (the poll stays as a cross-check); otherwise `chainTip.pollIntervalMs`',
         ),
         distrustMs: positiveInt.describe(
-          'After a poll finds a block the push feed did not announce (quiet or disagreeing feed), how long that feed is not believed and the tip is polled at chainTip.pollIntervalMs',
+          'After a poll finds a block the push feed did not announce (quiet or disagreeing feed), how long that feed is not believed and the tip is polled at `chainTip.pollIntervalMs`',
         ),
-        pingIntervalMs: positiveInt.describe('WebSocket ping to each upstream connection; one unanswered for this long again closes it and it reconnects'),
-        reconnectMinMs: positiveInt.describe('First delay before an upstream WebSocket is opened again after it dropped (doubling, with jitter)'),
+        pingIntervalMs: positiveInt.describe('WebSocket ping to each upstream connection; one not answered by the next ping closes it, and it reconnects'),
+        reconnectMinMs: positiveInt.describe('First delay before a dropped upstream WebSocket is opened again (doubling, with jitter)'),
         reconnectMaxMs: positiveInt.describe('Longest delay between reconnect attempts of an upstream WebSocket'),
       })
       .strict()
@@ -35,27 +35,27 @@ export const LiveSchema = z
           .string()
           .refine((url) => parseRedisUrl(url) !== undefined, 'must be redis://, rediss://, redis+sentinel://h1:p1,h2:p2/name or redis+cluster://h1:p1,h2:p2')
           .nullable()
-          .describe("The upstream's own Redis (its REDIS_NOTIFIER_ENABLED change notifier); null: not read"),
-        stream: z.string().min(1).describe("The notifier's stream (the upstream's REDIS_QUEUE)"),
-        blockMs: positiveInt.describe('Longest one XREAD waits for a new entry before it asks again'),
+          .describe("The upstream's own Redis, where its change notifier (`REDIS_NOTIFIER_ENABLED`) writes applied and rolled-back blocks; `null`: not read"),
+        stream: z.string().min(1).describe("The notifier's stream (the upstream's `REDIS_QUEUE`)"),
+        blockMs: positiveInt.describe('Longest one `XREAD` waits for a new entry before it asks again'),
       })
       .strict(),
     warm: z
       .object({
         enabled: z.boolean().describe('When a block arrives, fetch what clients will ask for next before they ask'),
         maxRequestsPerBlock: nonNegativeInt.describe('Upstream requests one block may cost the warm-up at most'),
-        hotUrls: nonNegativeInt.describe('Most-asked tip-class URLs remembered to be refreshed on a new block (0: only the block itself)'),
+        hotUrls: nonNegativeInt.describe('Most-asked tip-class URLs remembered to be refreshed on a new block (`0`: only the block itself)'),
       })
       .strict(),
     fanout: z
       .object({
         enabled: z
           .boolean()
-          .describe('Serve clients\u2019 /extended/v1/ws and /socket.io/ subscriptions from one upstream connection per channel; false: every client gets its own tunnel (passthrough.websockets)'),
-        maxClients: positiveInt.describe('WebSocket and Socket.IO clients held at once; beyond, an upgrade gets 503'),
+          .describe("Serve clients' `/extended/v1/ws` and `/socket.io/` subscriptions from one upstream connection per channel; `false`: every client gets its own tunnel to the upstream (`passthrough.websockets`)"),
+        maxClients: positiveInt.describe('WebSocket and Socket.IO clients held at once; beyond, an upgrade gets `503`'),
         maxSubscriptionsPerClient: positiveInt.describe('Subscriptions one client may hold; beyond, its subscribe is refused'),
-        maxMessagesPerSecondPerClient: positiveInt.describe('Messages a client may send per second (averaged over a 10 s burst); beyond, it is closed (1008)'),
-        maxBufferedBytesPerClient: positiveInt.describe('Bytes waiting to be written to one client; beyond, the slow client is closed (1013) rather than buffered'),
+        maxMessagesPerSecondPerClient: positiveInt.describe('Messages a client may send per second (a 10 s burst allowed); beyond, it is closed (`1008`)'),
+        maxBufferedBytesPerClient: positiveInt.describe('Bytes waiting to be written to one client; beyond, the slow client is closed (`1013`) rather than buffered'),
         maxUpstreamSubscriptions: positiveInt.describe('Distinct subscriptions held on one upstream connection; beyond, new distinct topics are refused'),
       })
       .strict(),

@@ -1,7 +1,7 @@
 /**
  * The upstream's public read surface beyond the 13 cached routes (issue 15), as one table of
  * route families: which routes each holds, how its answers change (its change class) and why.
- * Everything here is data and pure lookups; the README's table "The wider read surface" is this
+ * Everything here is data and pure lookups; the table "The wider read surface" of docs/caching-and-freshness.md is this
  * table in prose, and test/unit/surface-families.test.ts checks that every upstream GET route is
  * one of the 13, in exactly one family, or named below as passed through.
  *
@@ -71,13 +71,13 @@ export interface Family {
   mempoolDependent?: true;
   /** With this query parameter present the request belongs to another family (v2 balances/stx?include_mempool). */
   variant?: { query: string; family: string };
-  /** One line: why this class (the README table's last column). */
+  /** One line: why this class (that table's last column). */
   why: string;
 }
 
 const family = (f: Family): Family => f;
 
-/** Every family of the surface, in the README's order. */
+/** Every family of the surface, in that table's order. */
 export const FAMILIES: readonly Family[] = [
   // --- The upstream's own API, by ETag kind ---
   family({

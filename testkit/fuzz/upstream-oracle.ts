@@ -94,7 +94,7 @@ export function judgeUpstreamRequest(url: string): UpstreamVerdict {
 /**
  * The answer the proxy gives itself, without asking, where the upstream's handler would give
  * the same for this input; the only 5xx of that kind is the 500 for a negative block height
- * (README "Byte identity and validation"). Undefined for anything that is not a route.
+ * (docs/caching-and-freshness.md "Byte identity and validation"). Undefined for anything that is not a route.
  */
 export function ownRouteAnswer(target: string): ErrorReply | undefined {
   if (!target.startsWith('/')) return undefined;
