@@ -15,6 +15,7 @@ import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
 import { parseBoundedJson } from '../upstream/bounded-json.js';
+import { judgeAnswer } from '../upstream/answer-verdict.js';
 import { UpstreamError } from '../upstream/errors.js';
 import { canonicalBlockOf, CanonicalRecord } from './canonical-record.js';
 import { FinalityWatermark, type BurnBlockAnswer } from './finality.js';
@@ -303,7 +304,11 @@ export class ChainTipTracker {
     if (response.status === 304 && known) return known.tip;
     const tip = response.status === 200 ? parseJson<StatusBody>(response.body)?.chain_tip : undefined;
     if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
-      // Named after its upstream (the status page shows it there), with the upstream's own words when it sent some (a refused API key).
+      // Named after its upstream (the status page shows it there). A failure the client already
+      // judged (a gateway 5xx, a 429) keeps its kind and words; anything else (a refused API key,
+      // a 200 that is no tip) says what came, with the upstream's own words when it sent some.
+      const verdict = judgeAnswer({ upstream: origin, status: response.status, headers: response.headers, body: response.body, conditional: known !== undefined, path: '/extended' });
+      if (verdict.kind === 'failure') throw verdict.error;
       throw new UpstreamError('invalid', origin, `chain tip poll of ${origin} answered ${response.status} without a chain_tip${upstreamSays(response.body)}`);
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
