@@ -1,6 +1,6 @@
 /**
  * The operator's status page on the admin listener, without a token (it shows nothing secret,
- * like /metrics): GET / (the page), /status.css and /status.js (its parts), /status.json (what
+ * like /metrics): GET / (the page), /status.css, /status.js and /favicon.svg (its parts), /status.json (what
  * it shows, status-report.ts). GET and HEAD only; other methods go on down the admin listener.
  * The page's files are sent with a Content-Security-Policy that lets it load nothing but its own
  * script, stylesheet and status.json.
@@ -10,7 +10,7 @@ import { internalError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { requestIdOf } from '../request-log.js';
 import { sendError } from '../respond.js';
-import { STATUS_CSS, STATUS_HTML, STATUS_JS } from './status-page.js';
+import { STATUS_CSS, STATUS_HTML, STATUS_ICON, STATUS_JS } from './status-page.js';
 import { CounterRates } from './status-rates.js';
 import { statusReport, type StatusSources } from './status-report.js';
 
@@ -46,6 +46,7 @@ const ASSETS = new Map<string, Asset>([
   ['/', { contentType: 'text/html; charset=utf-8', body: STATUS_HTML }],
   ['/status.css', { contentType: 'text/css; charset=utf-8', body: STATUS_CSS }],
   ['/status.js', { contentType: 'text/javascript; charset=utf-8', body: STATUS_JS }],
+  ['/favicon.svg', { contentType: 'image/svg+xml', body: STATUS_ICON }],
 ]);
 
 function send(res: ServerResponse, contentType: string, body: string, requestId: string): void {

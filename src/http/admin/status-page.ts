@@ -15,6 +15,7 @@ export const STATUS_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>stacks-cache-proxy status</title>
+<link rel="icon" href="favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="status.css">
 <script src="status.js" defer></script>
 </head>
@@ -88,6 +89,10 @@ export const STATUS_HTML = `<!doctype html>
 <footer class="muted">Refreshed every second from <a href="status.json">status.json</a>. Metrics: <a href="metrics">/metrics</a>.</footer>
 </body>
 </html>
+`;
+
+/** A dot in the accent colour: the tab's icon (without one the browser asks for /favicon.ico, a 404). */
+export const STATUS_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="6" fill="#5546ff"/></svg>
 `;
 
 export const STATUS_CSS = `:root {
