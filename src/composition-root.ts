@@ -150,6 +150,8 @@ function createAdmin(
     store: TieredStore;
     redis: RedisStore | undefined;
     tracker: ChainTipTracker;
+    upstream: UpstreamClient;
+    clock: Clock;
   },
 ) {
   const { logger, telemetry, store, redis, tracker } = parts;
@@ -185,6 +187,18 @@ function createAdmin(
         chain: tracker.view(),
         purges: { ...purger.counts },
       }),
+    // The status page (GET / and /status.json, no token): read on each refresh.
+    clock: parts.clock,
+    readStatus: async () => ({
+      tip: tracker.tip,
+      chain: tracker.view(),
+      upstreams: parts.upstream.status(),
+      counts: await telemetry.statusCounts(),
+      memory: { entries: store.memory.entryCount, bytes: store.memory.byteCount, maxBytes: memoryTierBytes(config), maxEntryBytes: config.cache.memory.maxEntryBytes },
+      redis: redis ? ((await redis.stats()) ?? 'unavailable') : undefined,
+      purges: { ...purger.counts },
+      live: { push: config.live.push.enabled, fanout: config.live.fanout.enabled },
+    }),
   });
   return { purger, channel, handleRequest };
 }
@@ -526,7 +540,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   });
   // The warm-up reads through a dispatcher of its own over the same read path (its plan memo apart).
   const warmer = warmUp?.start({ reads: createReadDispatcher(ROUTES, { readPath, readSpecs, txList, now, logger, telemetry }), surface, upstream, telemetry });
-  const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker });
+  const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker, upstream, clock: now });
 
   // The push feed starts after the first tip poll, since it compares its notifications with the polls.
   const pushFeed = config.live.push.enabled

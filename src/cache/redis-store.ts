@@ -203,7 +203,8 @@ export class RedisStore implements CacheStore, SharedLock {
    * Keys in the database, Redis' used_memory and its evicted_keys counter, for metrics;
    * undefined when Redis does not answer. (Cluster: the node ioredis routes the command to.)
    */
-  async stats(): Promise<{ keys: number; bytes: number; evictedKeys: number } | undefined> {
+  /** maxBytes: Redis' maxmemory (0: no bound set in Redis). */
+  async stats(): Promise<{ keys: number; bytes: number; evictedKeys: number; maxBytes: number } | undefined> {
     try {
       const [keys, memory, stats] = await Promise.all([
         this.timed('dbsize', () => this.client.dbsize()),
@@ -211,7 +212,7 @@ export class RedisStore implements CacheStore, SharedLock {
         this.timed('info', () => this.client.info('stats')),
       ]);
       const field = (text: string, name: string) => Number(new RegExp(`${name}:(\\d+)`).exec(text)?.[1] ?? Number.NaN);
-      return { keys, bytes: field(memory, 'used_memory'), evictedKeys: field(stats, 'evicted_keys') };
+      return { keys, bytes: field(memory, 'used_memory'), evictedKeys: field(stats, 'evicted_keys'), maxBytes: field(memory, 'maxmemory') };
     } catch {
       return undefined;
     }

@@ -15,6 +15,8 @@ import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
 import { parseBoundedJson } from '../upstream/bounded-json.js';
+import { judgeAnswer } from '../upstream/answer-verdict.js';
+import { UpstreamError } from '../upstream/errors.js';
 import { canonicalBlockOf, CanonicalRecord } from './canonical-record.js';
 import { FinalityWatermark, type BurnBlockAnswer } from './finality.js';
 import { extendsTip, findForkHeight, TipHistory } from './fork-search.js';
@@ -70,6 +72,17 @@ export const PUSH_POLL_MIN_GAP_MS = 100;
 const CHECKS_IN_FLIGHT = 64;
 /** A block hash as the upstream's block route takes it: nothing else (and no height but a whole number) goes into a check's path. */
 const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/** At most this much of an upstream's own error text goes into a tip poll's error. */
+const UPSTREAM_SAYS_CHARS = 200;
+
+/** `: <its error or message>` when an answer is an error in the upstream's JSON shape, else nothing. */
+function upstreamSays(body: Buffer): string {
+  const parsed = parseJson<{ error?: unknown; message?: unknown }>(body);
+  if (parsed === null || typeof parsed !== 'object') return '';
+  const said = typeof parsed.message === 'string' ? parsed.message : typeof parsed.error === 'string' ? parsed.error : undefined;
+  return said === undefined ? '' : `: ${said.slice(0, UPSTREAM_SAYS_CHARS)}`;
+}
 
 /** Tip polls and checks are upstream answers too: parsed within the heap budget (bounded-json.ts). */
 function parseJson<T>(body: Buffer): T | undefined {
@@ -291,7 +304,12 @@ export class ChainTipTracker {
     if (response.status === 304 && known) return known.tip;
     const tip = response.status === 200 ? parseJson<StatusBody>(response.body)?.chain_tip : undefined;
     if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
-      throw new Error(`chain tip poll of ${origin} answered ${response.status} without a chain_tip`);
+      // Named after its upstream (the status page shows it there). A failure the client already
+      // judged (a gateway 5xx, a 429) keeps its kind and words; anything else (a refused API key,
+      // a 200 that is no tip) says what came, with the upstream's own words when it sent some.
+      const verdict = judgeAnswer({ upstream: origin, status: response.status, headers: response.headers, body: response.body, conditional: known !== undefined, path: '/extended' });
+      if (verdict.kind === 'failure') throw verdict.error;
+      throw new UpstreamError('invalid', origin, `chain tip poll of ${origin} answered ${response.status} without a chain_tip${upstreamSays(response.body)}`);
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
     if (typeof tip.block_hash === 'string') parsed.blockHash = tip.block_hash;

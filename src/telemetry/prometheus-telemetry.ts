@@ -11,6 +11,7 @@ import { foldedCounter } from './folded.js';
 import { labelChildren } from './label-children.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
+import { StatusRecord, type ClassCount, type FailureRecord, type PurgeRecord, type ReorgEvent } from './status-record.js';
 import type { LookupResult, PushKind, ServedRequest, Telemetry, Tier, TipLike, UpstreamWsChannel, WsChannel } from './telemetry.js';
 
 export interface TelemetryOptions {
@@ -47,6 +48,33 @@ export interface ProxyTelemetry extends Telemetry {
   readonly contentType: string;
   /** Cache lookups since start, per tier, class and result (the admin API's stats; read from the lookup counter). */
   lookupCounts(): Promise<LookupCount[]>;
+  /** What the status page reads (src/http/admin/status-report.ts): counter totals, last failures, live-chain gauges. */
+  statusCounts(): Promise<StatusCounts>;
+}
+
+export interface StatusCounts {
+  /** Client requests answered since start, by route id (or surface family) and cache result. */
+  requests: Array<{ route: string; cache: string; count: number }>;
+  /** Client requests answered since start, by the freshness class answered and cache result. */
+  classes: ClassCount[];
+  /** Requests sent to the upstreams since start (reads, tip polls, passthrough), failed ones included. */
+  upstreamRequests: number;
+  /** Each upstream's last failure, by origin. */
+  lastFailures: Record<string, FailureRecord>;
+  lastTipPollFailure: { message: string; at: number; upstream?: string } | null;
+  /** Seconds since the believed tip last changed (or since start, before the first). */
+  tipAgeSeconds: number;
+  /** The push feed's belief per upstream origin (absent: the push feed is off or has not judged yet). */
+  pushFeedBelieved: Record<string, boolean>;
+  /** Fan-out clients connected now, by channel (rpc, socket_io). */
+  wsClients: Record<string, number>;
+  /** The latest purges carried out here and reorgs seen, newest first (bounded: status-record.ts). */
+  recentPurges: PurgeRecord[];
+  recentReorgs: ReorgEvent[];
+  /** Entries purged because a reorg made them suspect, since start. */
+  reorgPurgedEntries: number;
+  /** Reorgs seen since start. */
+  reorgsTotal: number;
 }
 
 export interface LookupCount {
@@ -71,6 +99,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private readonly m: Registered<typeof METRICS>;
   private readonly redisMetrics: Registered<typeof REDIS_METRICS> | undefined;
   private readonly state: StateReader;
+  private readonly status: StatusRecord;
   private tipChangedAt: number;
   private redisWasUp: boolean | undefined;
   private tipPollFailing = false;
@@ -97,6 +126,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.now = options.now ?? systemClock;
     this.accessLog = options.accessLog ?? { enabled: true, hitsEvery: 1 };
     this.tipChangedAt = this.now();
+    this.status = new StatusRecord(this.now);
     const readState = () => this.state.read();
     if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
     const m = registerAll(METRICS, this.registry, readState);
@@ -150,8 +180,44 @@ class PrometheusTelemetry implements ProxyTelemetry {
     return values.map((v) => ({ tier: String(v.labels.tier), cls: String(v.labels.class), result: String(v.labels.result), count: v.value }));
   }
 
+  async statusCounts(): Promise<StatusCounts> {
+    const [requests, upstream, believed, clients, reorgPurged, reorgs] = await Promise.all([
+      this.m.httpRequests.get(),
+      this.m.upstreamRequests.get(),
+      this.m.pushFeedBelieved.get(),
+      this.m.wsClients.get(),
+      this.m.reorgPurged.get(),
+      this.m.reorgs.get(),
+    ]);
+    // Several samples share a route and cache (methods, statuses): summed here.
+    const byRoute = new Map<string, { route: string; cache: string; count: number }>();
+    for (const v of requests.values) {
+      const route = String(v.labels.route);
+      const cache = String(v.labels.cache);
+      const key = `${route}\n${cache}`;
+      const entry = byRoute.get(key) ?? { route, cache, count: 0 };
+      entry.count += v.value;
+      byRoute.set(key, entry);
+    }
+    return {
+      requests: [...byRoute.values()],
+      classes: this.status.classCounts(),
+      upstreamRequests: upstream.values.reduce((sum, v) => sum + v.value, 0),
+      lastFailures: this.status.lastFailures(),
+      lastTipPollFailure: this.status.lastTipPollFailure() ?? null,
+      tipAgeSeconds: (this.now() - this.tipChangedAt) / 1000,
+      pushFeedBelieved: Object.fromEntries(believed.values.map((v) => [String(v.labels.origin), v.value === 1])),
+      wsClients: Object.fromEntries(clients.values.map((v) => [String(v.labels.channel), v.value])),
+      recentPurges: this.status.recentPurges(),
+      recentReorgs: this.status.recentReorgs(),
+      reorgPurgedEntries: reorgPurged.values.reduce((sum, v) => sum + v.value, 0),
+      reorgsTotal: reorgs.values.reduce((sum, v) => sum + v.value, 0),
+    };
+  }
+
   requestServed(r: ServedRequest): void {
     this.requests(r.route, r.method, String(r.status), r.cache).value++;
+    this.status.requestServed(r.cls, r.cache);
     this.requestDurations(r.route, r.cache).observe(r.seconds);
     if (r.upstreamError === 'overloaded') this.routeCounters.overload(r.route).inc();
     if (!this.accessLog.enabled) return;
@@ -238,6 +304,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   purged(kind: string, origin: 'admin' | 'peer', removed: { memory: number; redis: number | null }): void {
     this.m.purges.labels({ kind, origin }).inc();
+    this.status.purged(kind, origin, removed);
     this.m.purgedEntries.labels({ tier: 'memory' }).inc(removed.memory);
     if (removed.redis !== null) this.m.purgedEntries.labels({ tier: 'redis' }).inc(removed.redis);
   }
@@ -282,12 +349,14 @@ class PrometheusTelemetry implements ProxyTelemetry {
     if (!failure) return;
     // A handler's refusal of one input (a JSON 500 or 4xx) is an answer, not an upstream error.
     this.upstreamErrors(upstream, failure.kind).inc();
+    this.status.upstreamFailed(upstream, route, failure);
     this.logger.debug({ upstream, route, status, kind: failure.kind, err: failure.message }, 'upstream request failed');
   }
 
   upstreamFailed(upstream: string, route: string, error: { kind: string; message: string }): void {
     this.upstreamRequests(upstream, route, 'error').inc();
     this.upstreamErrors(upstream, error.kind).inc();
+    this.status.upstreamFailed(upstream, route, error);
     this.logger.debug({ upstream, route, kind: error.kind, err: error.message }, 'upstream request failed');
   }
 
@@ -319,6 +388,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   // Polls run every second: a warning when failures start, not one per poll while they last.
   tipPollFailed(error: unknown): void {
+    this.status.tipPollFailed(error);
     if (this.tipPollFailing) this.logger.debug({ err: messageOf(error) }, 'chain tip poll failed');
     else this.logger.warn({ err: messageOf(error) }, 'chain tip poll failing');
     this.tipPollFailing = true;
@@ -326,6 +396,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   reorgDetected(forkHeight: number, from: TipLike, to: TipLike): void {
     this.m.reorgs.inc();
+    this.status.reorgDetected(forkHeight, from, to);
     this.logger.warn({ forkHeight, from, to }, 'chain reorg detected');
   }
 
@@ -341,6 +412,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
   passthroughFailed(upstream: string, error: { kind: string; message: string }): void {
     this.upstreamRequests(upstream, 'passthrough', 'error').inc();
     this.upstreamErrors(upstream, error.kind).inc();
+    this.status.upstreamFailed(upstream, 'passthrough', error);
     this.logger.warn({ upstream, kind: error.kind, err: error.message }, 'passthrough to upstream failed');
   }
 

@@ -1,0 +1,173 @@
+/**
+ * The status page's pure parts: counter rates sampled over a window (status-rates.ts), the
+ * report's hit ratios and fields (status-report.ts), and the bounded record of last failures,
+ * purges and reorgs (telemetry/status-record.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { CounterRates, MIN_GAP_MS } from '../../src/http/admin/status-rates.js';
+import { statusReport, type StatusSources } from '../../src/http/admin/status-report.js';
+import { RECENT_KEPT, StatusRecord } from '../../src/telemetry/status-record.js';
+import type { StatusCounts } from '../../src/telemetry/prometheus-telemetry.js';
+
+describe('CounterRates', () => {
+  it('has no rate from one sample, then the growth per second since the oldest sample in the window', () => {
+    const rates = new CounterRates({ windowMs: 10_000 });
+    expect(rates.sample(0, { a: 100 })).toEqual({ a: null });
+    expect(rates.sample(1_000, { a: 150 })).toEqual({ a: 50 });
+    expect(rates.sample(2_000, { a: 350 })).toEqual({ a: 125 });
+  });
+
+  it('forgets samples older than the window', () => {
+    const rates = new CounterRates({ windowMs: 5_000 });
+    rates.sample(0, { a: 0 });
+    rates.sample(4_000, { a: 4_000 });
+    // At 10 s both earlier samples are older than the window: no rate from them (a quiet spell).
+    expect(rates.sample(10_000, { a: 4_600 })).toEqual({ a: null });
+    expect(rates.sample(11_000, { a: 4_700 })).toEqual({ a: 100 });
+  });
+
+  it('keeps a bounded number of samples however often it is read', () => {
+    const rates = new CounterRates({ windowMs: 10_000 });
+    let last: Record<string, number | null> = {};
+    for (let t = 0; t <= 20_000; t += 1) last = rates.sample(t, { a: t * 2 });
+    expect(last.a).toBeCloseTo(2_000, 0);
+    expect((rates as unknown as { samples: unknown[] }).samples.length).toBeLessThanOrEqual(10_000 / MIN_GAP_MS + 2);
+  });
+
+  it('starts over when a counter goes down, and when the clock goes back', () => {
+    const rates = new CounterRates({ windowMs: 10_000 });
+    rates.sample(0, { a: 500 });
+    expect(rates.sample(1_000, { a: 10 })).toEqual({ a: null });
+    expect(rates.sample(2_000, { a: 30 })).toEqual({ a: 20 });
+    expect(rates.sample(1_500, { a: 40 })).toEqual({ a: null });
+  });
+
+  it('rates a counter that appears later from its own first sample', () => {
+    const rates = new CounterRates({ windowMs: 10_000 });
+    rates.sample(0, { a: 0 });
+    expect(rates.sample(1_000, { a: 10, b: 5 })).toEqual({ a: 10, b: null });
+    expect(rates.sample(2_000, { a: 20, b: 15 })).toEqual({ a: 10, b: 10 });
+  });
+});
+
+function counts(over: Partial<StatusCounts> = {}): StatusCounts {
+  return {
+    requests: [],
+    classes: [],
+    upstreamRequests: 0,
+    lastFailures: {},
+    lastTipPollFailure: null,
+    tipAgeSeconds: 1.5,
+    pushFeedBelieved: {},
+    wsClients: {},
+    recentPurges: [],
+    recentReorgs: [],
+    reorgPurgedEntries: 0,
+    reorgsTotal: 0,
+    ...over,
+  };
+}
+
+function sources(over: Partial<StatusSources> = {}): StatusSources {
+  return {
+    now: 1_000_000,
+    tip: { height: 10, indexBlockHash: '0xabc', burnHeight: 5 },
+    chain: { reorgs: [], finalStacksHeight: 4, finalBurnHeight: 2 },
+    upstreams: [{ origin: 'http://a', usable: true, breaker: 'closed', tipHeight: 10, lagBlocks: 0, inFlight: 1, queued: 0 }],
+    counts: counts(),
+    rates: { requests: 3, upstreamRequests: 1 },
+    rateWindowSeconds: 10,
+    memory: { entries: 2, bytes: 300, maxBytes: 1000, maxEntryBytes: 100 },
+    redis: undefined,
+    purges: { local: 0, fromPeers: 0 },
+    live: { push: true, fanout: true },
+    ...over,
+  };
+}
+
+type Report = {
+  chain: { tip: { height: number; ageSeconds: number } | null; finality: unknown; lastPollError: unknown };
+  upstreams: Array<Record<string, unknown>>;
+  traffic: Record<string, unknown>;
+  hitRatio: { overall: Record<string, unknown>; byClass: Record<string, Record<string, unknown>>; byRoute: Record<string, Record<string, unknown>> };
+  cache: { redis: unknown };
+  live: Record<string, unknown>;
+};
+
+describe('statusReport', () => {
+  it('gives hit ratios per route and class as (hit + stale) over cacheable answers, busiest first', () => {
+    const report = statusReport(
+      sources({
+        counts: counts({
+          requests: [
+            { route: 'block', cache: 'HIT', count: 6 },
+            { route: 'block', cache: 'STALE', count: 1 },
+            { route: 'block', cache: 'REVALIDATED', count: 1 },
+            { route: 'block', cache: 'MISS', count: 2 },
+            { route: 'passthrough', cache: 'NONE', count: 20 },
+            { route: 'tx_by_id', cache: 'BYPASS', count: 1 },
+          ],
+          classes: [
+            { cls: 'final', cache: 'HIT', count: 3 },
+            { cls: 'final', cache: 'MISS', count: 1 },
+            { cls: 'none', cache: 'NONE', count: 20 },
+          ],
+        }),
+      }),
+    ) as unknown as Report;
+    expect(Object.keys(report.hitRatio.byRoute)).toEqual(['passthrough', 'block', 'tx_by_id']);
+    expect(report.hitRatio.byRoute.block).toEqual({ hit: 6, stale: 1, revalidated: 1, miss: 2, uncached: 0, total: 10, hitRatio: 0.7 });
+    expect(report.hitRatio.byRoute.passthrough?.hitRatio).toBeNull();
+    expect(report.hitRatio.byClass.final?.hitRatio).toBe(0.75);
+    expect(report.hitRatio.overall).toMatchObject({ total: 31, hitRatio: 0.7 });
+    expect(report.traffic).toMatchObject({ requests: 31, requestsPerSecond: 3, upstreamRequestsPerSecond: 1, rateWindowSeconds: 10 });
+  });
+
+  it("names each upstream's last error and push-feed belief, and says plainly what is not known", () => {
+    const report = statusReport(
+      sources({
+        tip: undefined,
+        chain: { reorgs: [] },
+        counts: counts({
+          lastFailures: { 'http://a': { kind: '5xx', message: '<b>x</b>', route: 'chain_tip', at: 997_000 } },
+          pushFeedBelieved: { 'http://a': false },
+          wsClients: { rpc: 2 },
+        }),
+        redis: { keys: 5, bytes: Number.NaN, evictedKeys: 0, maxBytes: 0 },
+      }),
+    ) as unknown as Report;
+    expect(report.chain.tip).toBeNull();
+    expect(report.chain.finality).toBeNull();
+    expect(report.upstreams[0]).toMatchObject({ origin: 'http://a', pushFeedBelieved: false, rateLimitedMs: null, lastError: { kind: '5xx', message: '<b>x</b>', route: 'chain_tip', ageSeconds: 3 } });
+    expect(report.cache.redis).toEqual({ keys: 5, usedMemoryBytes: null, evictedKeys: 0, maxBytes: 0 });
+    expect(report.live).toEqual({ pushFeed: true, fanout: true, fanoutClients: { rpc: 2, socketIo: 0 } });
+  });
+});
+
+describe('StatusRecord', () => {
+  it("keeps each upstream's last failure, texts cut, and attributes a tip poll error that names its upstream", () => {
+    let now = 0;
+    const record = new StatusRecord(() => now);
+    record.upstreamFailed('http://a', 'block', { kind: 'timeout', message: 'x'.repeat(2_000) });
+    now = 5;
+    record.tipPollFailed(Object.assign(new Error('refused by b'), { upstream: 'http://b', kind: 'invalid' }));
+    record.tipPollFailed(new Error('no upstream answered'));
+    const failures = record.lastFailures();
+    expect(failures['http://a']?.message.length).toBeLessThanOrEqual(500);
+    expect(failures['http://b']).toEqual({ kind: 'invalid', message: 'refused by b', route: 'chain_tip', at: 5 });
+    expect(record.lastTipPollFailure()).toEqual({ message: 'no upstream answered', at: 5, upstream: undefined });
+  });
+
+  it('keeps the latest purges and reorgs, newest first, bounded', () => {
+    let now = 0;
+    const record = new StatusRecord(() => now);
+    for (let i = 0; i < RECENT_KEPT + 5; i++) {
+      now = i;
+      record.purged('route', 'admin', { memory: i, redis: null });
+      record.reorgDetected(i, { height: i + 2, burnHeight: 1 }, { height: i + 3, burnHeight: 1 });
+    }
+    expect(record.recentPurges()).toHaveLength(RECENT_KEPT);
+    expect(record.recentPurges()[0]?.removed.memory).toBe(RECENT_KEPT + 4);
+    expect(record.recentReorgs()[0]?.forkHeight).toBe(RECENT_KEPT + 4);
+  });
+});
