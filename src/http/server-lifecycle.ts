@@ -45,7 +45,8 @@ const IDLE_SWEEP_MS = 50;
 // client that never finishes its head live half a minute past headersTimeoutMs).
 const DEADLINE_CHECK_MS = 1000;
 
-const refuseUpgrade: UpgradeListener = (req, socket) => sendSocketError(socket, routeNotFound(req.method ?? 'GET', req.url ?? ''));
+/** The upgrade answer where nothing takes upgrades: the upstream's 404, and the socket closed. */
+export const refuseUpgrade: UpgradeListener = (req, socket) => sendSocketError(socket, routeNotFound(req.method ?? 'GET', req.url ?? ''));
 
 /** Whether the request's framing announces content (RFC 9112 §6.3): without it there is nothing to continue. */
 const hasContent = (req: IncomingMessage): boolean =>
