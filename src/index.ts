@@ -13,6 +13,7 @@
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { configFrom, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { createProxyCore, type ProxyCore } from './composition-root.js';
@@ -47,7 +48,7 @@ export interface EmbeddedProxy {
    * standalone server does (the fan-out, or the passthrough's tunnel); others are refused with
    * a 404. close() ends the sockets it holds.
    */
-  upgrade: UpgradeListener;
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** The admin listener's handler (/metrics, /health, /ready with details, the admin API), to serve on a port of the app's. */
   admin: RequestListener;
   /** The validated configuration in use. */
@@ -60,15 +61,17 @@ export interface EmbeddedProxy {
  * Upgraded sockets are out of every server's bookkeeping: the proxy ends them itself when it
  * stops (as the standalone server does), and a client's reset must not become an uncaught error.
  */
-function trackedUpgrades(core: ProxyCore): UpgradeListener {
+function trackedUpgrades(core: ProxyCore): EmbeddedProxy['upgrade'] {
   const sockets = new Set<Socket>();
   let closing = false;
   core.stops.add('stop-accepting', () => {
     closing = true;
     for (const socket of sockets) socket.destroy();
   });
-  const upgrade = core.upgrade ?? refuseUpgrade;
-  return (req, socket, head) => {
+  const upgrade: UpgradeListener = core.upgrade ?? refuseUpgrade;
+  // node:http's upgrade event types its socket as a Duplex; it is the connection's net.Socket.
+  return (req, duplex, head) => {
+    const socket = duplex as Socket;
     if (closing) {
       socket.destroy();
       return;
