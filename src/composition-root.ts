@@ -3,7 +3,7 @@
  * tracker, readers and the request pipeline from a validated Config, hands the pipeline to the
  * HTTP server (http/server-lifecycle.ts), and stops everything in order. It builds; it does not serve.
  */
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { memoryTierBytes, type Config } from './config.js';
 import type { Logger } from './logger.js';
 import { createTelemetry, type ProxyTelemetry } from './telemetry/prometheus-telemetry.js';
@@ -27,13 +27,15 @@ import { createPassthrough } from './http/passthrough.js';
 import { CaptureBudget } from './http/broadcast-capture.js';
 import { PassthroughClient } from './upstream/passthrough-client.js';
 import type { Readiness } from './http/own-endpoints.js';
-import { createRequestPipeline } from './http/pipeline.js';
+import { createRequestPipeline, type RequestHandler } from './http/pipeline.js';
 import { createSurfaceDispatcher } from './http/surface-dispatch.js';
 import type { Passthrough } from './http/passthrough.js';
 import { createSurfaceEvidence } from './surface/evidence.js';
 import { createEvidenceReads } from './surface/evidence-reads.js';
 import type { SurfaceEvidence } from './surface/surface-spec.js';
-import { startHttpServer, type RunningServer } from './http/server-lifecycle.js';
+import { openListeners } from './http/standalone-listeners.js';
+import { judgeReadiness } from './http/readiness.js';
+import { StopSequence } from './stop-sequence.js';
 import { createAdminListener } from './http/admin/admin-listener.js';
 import { cacheStats } from './http/admin/cache-stats.js';
 import { Purger, purgeChannelName } from './cache/purger.js';
@@ -68,10 +70,8 @@ import { createUpgradeRouter } from './live/upgrade-router.js';
 import { createSocketIoFanout, type SocketIoFanout } from './live/socket-io-fanout.js';
 import type { UpgradeListener } from './http/server-lifecycle.js';
 
-export interface ProxyServer {
-  url: string;
-  port: number;
-  server: Server;
+/** Every part the core builds that the standalone server, the package entry and the tests look at. */
+export interface ProxyParts {
   telemetry: ProxyTelemetry;
   tracker: ChainTipTracker;
   /** The push feed (undefined with live.push.enabled off). */
@@ -81,9 +81,6 @@ export interface ProxyServer {
   store: TieredStore;
   upstream: UpstreamClient;
   health: UpstreamHealth;
-  /** The admin listener (ADMIN_PORT): /metrics, /health, /ready with details, the admin API. */
-  adminUrl: string;
-  adminPort: number;
   /** Admin purges: this instance's, and its peers' applied here (purger.counts). */
   purger: Purger;
   /** Settles once this instance hears purges announced by its peers (at once without Redis). */
@@ -104,6 +101,42 @@ export interface ProxyServer {
   wsFanout?: WsRpcFanout;
   /** The Socket.IO fan-out (live.fanout.enabled), for tests that look at its upstream connection. */
   socketIoFanout?: SocketIoFanout;
+}
+
+/**
+ * The core: everything built and started (the tip tracker, the feeds), no socket opened. The
+ * standalone server (startProxy) listens with it; the package entry (index.ts) mounts it in an app.
+ */
+export interface ProxyCore extends ProxyParts {
+  /**
+   * The public request pipeline (http/pipeline.ts). With `next` (a Connect/Express middleware),
+   * a request the standalone server would answer with a local 404, or refuse as a target, goes
+   * on to `next()` untouched instead, and is neither rate limited nor logged here.
+   */
+  handle: RequestHandler;
+  /** Where WebSocket upgrades go: the fan-out's router, else the passthrough's tunnel; undefined when neither is on. */
+  upgrade: UpgradeListener | undefined;
+  /** The admin listener's requests: /metrics, /health, /ready with details, the admin API. */
+  handleAdmin: RequestListener;
+  /** The ordered stop; the standalone server enters its listeners in it. */
+  stops: StopSequence;
+  /** Stops everything built, in order (stop-sequence.ts); later calls get the same promise. */
+  close(): Promise<void>;
+}
+
+/** The standalone server: the core and its two listeners (public and admin). */
+export interface ProxyServer extends ProxyParts {
+  /** A URL clients on this machine can use (a wildcard host becomes 127.0.0.1). */
+  url: string;
+  /** The public listener's address as configured (http://0.0.0.0:8080 when bound to every interface), for logs. */
+  boundUrl: string;
+  port: number;
+  server: Server;
+  /** The admin listener (ADMIN_PORT): /metrics, /health, /ready with details, the admin API. */
+  adminUrl: string;
+  /** The admin listener's address as configured, for logs. */
+  adminBoundUrl: string;
+  adminPort: number;
   /** Stops accepting, lets in-flight requests finish (up to server.shutdownGraceMs), closes the rest. */
   close(): Promise<void>;
 }
@@ -391,7 +424,22 @@ function createWarmUp(config: Config, tracker: ChainTipTracker) {
   };
 }
 
-export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
+/**
+ * Builds the core and starts it (a first tip poll, then the tracker and the feeds), opening no
+ * socket of its own. Each part is entered in the ordered stop as it is built, so a start-up that
+ * fails part-way stops what it had built before the error is thrown.
+ */
+export async function createProxyCore(config: Config, options: StartOptions): Promise<ProxyCore> {
+  const stops = new StopSequence();
+  try {
+    return await assembleCore(config, options, stops);
+  } catch (error) {
+    await stops.run().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function assembleCore(config: Config, options: StartOptions, stops: StopSequence): Promise<ProxyCore> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
   const now: Clock = options.now ?? systemClock;
@@ -404,7 +452,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   });
   const ttl: TtlSettings = config.cache.ttl;
   const { store, redis } = createStores(config, telemetry, ttl, now);
+  stops.add('stores', () => store.close());
   const { upstream, health } = createUpstream(config, telemetry, now);
+  stops.add('connections', () => upstream.close());
   // State gauges are read from their owners once per scrape.
   telemetry.watch({
     cache: async () => ({ memory: { entries: store.memory.entryCount, bytes: store.memory.byteCount }, redis: await redis?.stats() }),
@@ -418,9 +468,12 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     now,
     telemetry,
   );
+  stops.add('pollers', () => tracker.stop());
 
   const warmUp = createWarmUp(config, tracker);
   const activity = createActivity(config, { tracker, upstream, redis, clock: now, telemetry, onTransactions: (tip, txIds) => warmUp?.onTransactions(tip, txIds) });
+  if (activity?.watcher) stops.add('pollers', () => activity.watcher?.stop());
+  if (activity?.channel) stops.add('channels', () => activity.channel?.close());
   const chain = () => tracker.view();
   const sharedFlight =
     redis && config.cache.sharedSingleFlight.enabled
@@ -456,16 +509,13 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   });
 
   let shuttingDown = false;
-  const readiness = (): Readiness => {
-    if (shuttingDown) return { ready: false, reason: 'shutting down' };
-    if (!tracker.tip) return { ready: false, reason: 'chain tip not known yet' };
-    const upstreams = upstream.status();
-    if (!upstreams.some((u) => u.usable)) return { ready: false, reason: 'no healthy upstream', details: { upstreams } };
-    return { ready: true, details: { tipHeight: tracker.tip.height, upstreams } };
-  };
+  stops.add('refuse', () => (shuttingDown = true));
+  const readiness = (): Readiness => judgeReadiness({ shuttingDown, tip: tracker.tip, upstreams: upstream.status() });
 
   const limits = createRateLimiter(config, telemetry, now, logger);
+  if (limits) stops.add('stores', () => limits.budget.close());
   const passthroughClient = new PassthroughClient({ connectTimeoutMs: config.upstream.connectTimeoutMs, answerDeadlineMs: config.passthrough.answerDeadlineMs });
+  stops.add('connections', () => passthroughClient.close());
   const passthrough = config.passthrough.enabled
     ? createPassthrough({
         rateLimiter: limits?.limiter,
@@ -494,6 +544,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   // The live chain (issue 16): one JSON-RPC link per upstream, shared by the push feed and the
   // fan-out; a link opens on first use, when the push feed or a client needs it.
   const upstreamLinks = upstreamLinksFor(config, telemetry, now);
+  stops.add('connections', () => upstreamLinks.close());
   // The clients both fan-outs hold share live.fanout.maxClients.
   const clientSlots = new ClientSlots(config.live.fanout.maxClients);
   const socketIoFanout: SocketIoFanout | undefined = config.live.fanout.enabled
@@ -509,6 +560,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         clock: now,
       })
     : undefined;
+  // Fanned-out clients get their Socket.IO disconnect or close frame (1001, going away) before sockets end.
+  if (socketIoFanout) stops.add('farewell', () => socketIoFanout.close());
   const fanout = config.live.fanout.enabled
     ? createFanout(config, {
         links: upstreamLinks,
@@ -521,6 +574,7 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         clock: now,
       })
     : undefined;
+  if (fanout) stops.add('farewell', () => fanout.rpc.close());
 
   const handleRequest = createRequestPipeline({
     routes: ROUTES,
@@ -540,7 +594,9 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   });
   // The warm-up reads through a dispatcher of its own over the same read path (its plan memo apart).
   const warmer = warmUp?.start({ reads: createReadDispatcher(ROUTES, { readPath, readSpecs, txList, now, logger, telemetry }), surface, upstream, telemetry });
+  if (warmer) stops.add('refuse', () => warmer.stop());
   const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker, upstream, clock: now });
+  if (admin.channel) stops.add('channels', () => admin.channel?.close());
 
   // The push feed starts after the first tip poll, since it compares its notifications with the polls.
   const pushFeed = config.live.push.enabled
@@ -554,6 +610,8 @@ export async function startProxy(config: Config, options: StartOptions): Promise
         telemetry,
       })
     : undefined;
+  // The feed closes before the tracker stops: a notification arriving now must not start a poll.
+  if (pushFeed) stops.add('stop-accepting', () => pushFeed.close());
   const notifier = config.live.redisNotifier;
   const redisNotifier =
     notifier.url === null
@@ -563,69 +621,22 @@ export async function startProxy(config: Config, options: StartOptions): Promise
           pollAll: () => upstream.origins.forEach((origin) => tracker.pollNow(origin)),
           telemetry,
         });
+  if (redisNotifier) stops.add('pollers', () => redisNotifier.close());
 
   await tracker.pollOnce();
   tracker.start();
   pushFeed?.start();
   redisNotifier?.start();
   activity?.watcher?.start();
-  const http = await startHttpServer(handleRequest, {
-    port: config.server.port,
-    host: config.server.host,
-    requestTimeoutMs: config.server.requestTimeoutMs,
-    headersTimeoutMs: config.server.headersTimeoutMs,
-    maxPipelinedRequests: config.server.maxPipelinedRequests,
-    shutdownGraceMs: config.server.shutdownGraceMs,
+
+  return {
+    handle: handleRequest,
     // The fan-out's router takes its channels' upgrades and hands the rest to the passthrough,
     // which refuses upgrades off its WebSocket paths (or all, with websockets off).
     upgrade: fanout?.upgrade ?? passthrough?.upgrade,
-  });
-  let adminHttp: RunningServer;
-  try {
-    adminHttp = await startHttpServer(admin.handleRequest, {
-      port: config.admin.port,
-      host: config.admin.host,
-      requestTimeoutMs: config.server.requestTimeoutMs,
-      headersTimeoutMs: config.server.headersTimeoutMs,
-      maxPipelinedRequests: config.server.maxPipelinedRequests,
-      shutdownGraceMs: config.server.shutdownGraceMs,
-    });
-  } catch (error) {
-    await http.close();
-    throw error;
-  }
-
-  const close = async (): Promise<void> => {
-    shuttingDown = true;
-    warmer?.stop();
-    // Fanned-out clients get a close frame (1001, going away) or their Socket.IO disconnect
-    // before the server ends upgraded sockets.
-    await Promise.all([fanout?.rpc.close(), socketIoFanout?.close()]);
-    // Stop accepting first; the tip poll may take a while to give up on a dead upstream.
-    const drained = Promise.all([http.close(), adminHttp.close()]);
-    // The feed first: a notification arriving now must not start a poll.
-    await pushFeed?.close();
-    const notifierClosed = redisNotifier?.close();
-    const trackerStopped = tracker.stop();
-    activity?.watcher?.stop();
-    await drained;
-    await trackerStopped;
-    await notifierClosed;
-    await admin.channel?.close();
-    await activity?.channel?.close();
-    await store.close();
-    await limits?.budget.close();
-    await upstreamLinks.close();
-    await upstream.close();
-    await passthroughClient.close();
-  };
-
-  return {
-    url: http.url,
-    port: http.port,
-    server: http.server,
-    adminUrl: adminHttp.url,
-    adminPort: adminHttp.port,
+    handleAdmin: admin.handleRequest,
+    stops,
+    close: () => stops.run(),
     purger: admin.purger,
     purgeChannelSubscribed: admin.channel?.subscribed ?? Promise.resolve(),
     activity: activity?.activity,
@@ -643,6 +654,21 @@ export async function startProxy(config: Config, options: StartOptions): Promise
     upstreamLinks,
     wsFanout: fanout?.rpc,
     socketIoFanout,
-    close,
   };
+}
+
+/**
+ * The standalone server: the core, and its two listeners (public and admin) entered in the
+ * core's ordered stop. A listener that cannot open (a port taken) stops the whole core before
+ * the error, which names the setting, is thrown.
+ */
+export async function startProxy(config: Config, options: StartOptions): Promise<ProxyServer> {
+  const core = await createProxyCore(config, options);
+  try {
+    const { main, admin } = await openListeners(core, config);
+    return { ...core, url: main.url, boundUrl: main.boundUrl, port: main.port, server: main.server, adminUrl: admin.url, adminBoundUrl: admin.boundUrl, adminPort: admin.port, close: core.close };
+  } catch (error) {
+    await core.close().catch(() => undefined);
+    throw error;
+  }
 }

@@ -388,6 +388,19 @@ export function loadConfig(
   if (env.CONFIG_FILE) merged = deepMerge(merged, readJson(env.CONFIG_FILE, readFile));
   merged = deepMerge(merged, fromEnv(env));
   if (env.API_KEYS_FILE) merged.apiKeys = readApiKeys(env.API_KEYS_FILE, readFile);
+  return validated(merged);
+}
+
+/**
+ * A config from an object with the keys a CONFIG_FILE takes, merged over config/default.json
+ * and validated like loadConfig's; no environment variable is read (the package entry, index.ts).
+ */
+export function configFrom(settings: unknown, readFile: (path: string) => string = (path) => readFileSync(path, 'utf8')): Config {
+  if (!isPlainObject(settings)) throw new ConfigError('the configuration must be an object with the keys a CONFIG_FILE takes');
+  return validated(deepMerge(readJson(DEFAULT_CONFIG_PATH, readFile), settings));
+}
+
+function validated(merged: Json): Config {
   const result = ConfigSchema.safeParse(merged);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {

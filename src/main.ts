@@ -65,7 +65,7 @@ async function main(): Promise<void> {
   logStartupNotes(logger, config);
   logHeap(logger, notRelaunched);
   const proxy = await startProxy(config, { logger });
-  logger.info({ url: proxy.url, adminUrl: proxy.adminUrl, cache: config.redis.url ? 'memory+redis' : 'memory' }, 'listening');
+  logger.info({ url: proxy.boundUrl, adminUrl: proxy.adminBoundUrl, cache: config.redis.url ? 'memory+redis' : 'memory' }, 'listening');
 
   let stopping = false;
   const stop = (signal: string) => {

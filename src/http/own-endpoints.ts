@@ -37,6 +37,9 @@ interface Answer {
   body: string;
 }
 
+/** Every path an own endpoint may answer (/metrics only where configured). */
+export const OWN_ENDPOINT_PATHS: readonly string[] = ['/health', '/ready', '/metrics'];
+
 const JSON_TYPE = 'application/json; charset=utf-8';
 const HEALTHY: Answer = { status: 200, contentType: JSON_TYPE, body: JSON.stringify({ status: 'ok' }) };
 

@@ -21,14 +21,19 @@
  * 401, 429) are marked as such on their record: the access log samples them.
  * WebSocket upgrades do not come here: the server hands them to the passthrough directly,
  * which admits them against the same budgets (client-admission.ts).
+ *
+ * Mounted as a middleware (index.ts), the pipeline gets a `next`: a request it would answer
+ * with step 0's refusal or step 4's local 404 goes on to `next()` instead, with its URL as it
+ * came, before the limiter sees it: the app's own routes are neither limited nor logged here.
  */
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { badUrl, routeNotFound } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Admission, LimitGrant, MissCharge, RateLimiter } from '../limits/rate-limiter.js';
 import type { ProxyTelemetry } from '../telemetry/prometheus-telemetry.js';
 import type { RouteSpec } from '../routes/route-spec.js';
-import { createOwnEndpoints, type Readiness } from './own-endpoints.js';
+import { createOwnEndpoints, OWN_ENDPOINT_PATHS, type Readiness } from './own-endpoints.js';
+import { createRouteMatcher } from '../routes/route-matcher.js';
 import type { Passthrough } from './passthrough.js';
 import { createReadDispatcher } from './read-dispatch.js';
 import type { ReadHandlerDeps } from './read-handler.js';
@@ -56,12 +61,21 @@ export interface PipelineDeps extends ReadHandlerDeps {
   servedRead?: ServedReadSink;
 }
 
+/** A Connect/Express `next`: the request is not the proxy's. */
+export type NextHandler = (error?: unknown) => void;
+
+/** The pipeline: a node:http request listener, and a Connect/Express middleware when given `next`. */
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse, next?: NextHandler) => void;
+
 export type SurfaceDispatch = (req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant) => boolean;
+
+/** Hands a request to the middleware's `next`, its URL restored. */
+type PassOn = () => void;
 
 const TARGET_MEMO_ENTRIES = 4096;
 const TARGET_MEMO_KEY_LENGTH = 1024;
 
-export function createRequestPipeline(deps: PipelineDeps): RequestListener {
+export function createRequestPipeline(deps: PipelineDeps): RequestHandler {
   const answerReadRoute = createReadDispatcher(deps.routes, deps);
   const answerOwnEndpoint = createOwnEndpoints(deps, { details: false, metrics: deps.metricsOnPublicPort });
   const passthrough = deps.passthrough;
@@ -69,27 +83,40 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
   const limiter = deps.rateLimiter;
   // decideTarget is a pure function of the raw target, and clients repeat their URLs.
   const targets = new BoundedMemo<TargetDecision>(TARGET_MEMO_ENTRIES, TARGET_MEMO_KEY_LENGTH);
+  const claims = middlewareClaims(deps);
 
-  return (req: IncomingMessage, res: ServerResponse): void => {
+  return (req: IncomingMessage, res: ServerResponse, next?: NextHandler): void => {
     const target = targets.get(req.url ?? '', decideTarget);
+    let passOn: PassOn | undefined;
+    if (next) {
+      if (!claims(req, target)) {
+        next();
+        return;
+      }
+      const url = req.url;
+      passOn = () => {
+        req.url = url;
+        next();
+      };
+    }
     // What the passthrough forwards is req.url: from here on it is the decided target.
     if (target.kind === 'target') req.url = target.url;
     if (!limiter) {
-      answer(req, res, target);
+      answer(req, res, target, undefined, passOn);
       return;
     }
     // Rate limits (issue 9): own endpoints first, never limited; then the limiter's admission,
     // refused targets included: they are local answers, charged like a local 404.
     if (target.kind === 'target' && answerOwnEndpoint(req, res, target.path)) return;
     const admission = admitClient(limiter, req);
-    if (admission instanceof Promise) admission.then((admitted) => afterAdmission(req, res, target, admitted));
-    else afterAdmission(req, res, target, admission);
+    if (admission instanceof Promise) admission.then((admitted) => afterAdmission(req, res, target, admitted, passOn));
+    else afterAdmission(req, res, target, admission, passOn);
   };
 
-  function afterAdmission(req: IncomingMessage, res: ServerResponse, target: TargetDecision, admission: Admission): void {
+  function afterAdmission(req: IncomingMessage, res: ServerResponse, target: TargetDecision, admission: Admission, passOn: PassOn | undefined): void {
     const { grant, refusal } = admission;
     if (!refusal) {
-      answer(req, res, target, grant);
+      answer(req, res, target, grant, passOn);
       return;
     }
     const record = observeRequest(req, res, deps, grant);
@@ -98,9 +125,9 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
   }
 
   /** Step 0's refusal, or steps 1 to 4; `limit` is the request's rate-limit grant when limiting is on. */
-  function answer(req: IncomingMessage, res: ServerResponse, target: TargetDecision, limit?: LimitGrant): void {
+  function answer(req: IncomingMessage, res: ServerResponse, target: TargetDecision, limit: LimitGrant | undefined, passOn: PassOn | undefined): void {
     if (target.kind === 'target') {
-      route(req, res, target, limit);
+      route(req, res, target, limit, passOn);
       return;
     }
     const record = observeRequest(req, res, deps, limit);
@@ -108,8 +135,11 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
     record.answered(sendError(res, badUrl(target.path), 'NONE', record.headers));
   }
 
-  /** Steps 1 to 4; `limit` is the request's rate-limit grant when limiting is on (own endpoints already tried). */
-  function route(req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit?: LimitGrant): void {
+  /**
+   * Steps 1 to 4; `limit` is the request's rate-limit grant when limiting is on (own endpoints
+   * already tried); `passOn`, as a middleware, takes step 4's requests instead of the local 404.
+   */
+  function route(req: IncomingMessage, res: ServerResponse, target: DecidedTarget, limit: LimitGrant | undefined, passOn: PassOn | undefined): void {
     const path = target.path;
     if (answerReadRoute(req, res, target, limit)) return;
     if (!limit && answerOwnEndpoint(req, res, path)) return;
@@ -120,8 +150,13 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
       record.reportOnFinish();
       return;
     }
+    const forwards = passthrough?.allows(path) === true;
+    if (!forwards && passOn) {
+      passOn();
+      return;
+    }
     const record = observeRequest(req, res, deps, limit);
-    if (passthrough?.allows(path)) {
+    if (forwards && passthrough) {
       record.cache = 'BYPASS';
       record.reportOnFinish();
       // Read when the request goes on: a miss charge first rewrites ratelimit-remaining in them.
@@ -143,4 +178,23 @@ export function createRequestPipeline(deps: PipelineDeps): RequestListener {
     record.refused = true;
     record.answered(sendError(res, refusal, 'NONE', [...refusal.headers, ...record.headers]));
   }
+}
+
+/**
+ * Whether a request mounted as a middleware is the proxy's to answer: a target it can read
+ * (the 13 read routes, a bad URL on one of them), an own endpoint, the Socket.IO fan-out's
+ * transport, or a path the passthrough forwards (surface reads are on those too). Anything else
+ * is the app's: the standalone server would answer it with a refusal or a local 404.
+ */
+function middlewareClaims(deps: PipelineDeps): (req: IncomingMessage, target: TargetDecision) => boolean {
+  const matchRoute = createRouteMatcher(deps.routes);
+  const ownPaths = new Set(OWN_ENDPOINT_PATHS.filter((path) => path !== '/metrics' || deps.metricsOnPublicPort));
+  return (req, target) => {
+    if (target.kind !== 'target') return false;
+    const path = target.path;
+    if (deps.passthrough?.allows(path)) return true;
+    if (deps.socketIo && path.startsWith('/socket.io/')) return true;
+    if (ownPaths.has(path) && (req.method === 'GET' || req.method === 'HEAD')) return true;
+    return matchRoute(path).kind !== 'none';
+  };
 }

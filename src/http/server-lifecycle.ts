@@ -30,6 +30,8 @@ export interface RunningServer {
   server: Server;
   /** A URL clients on this machine can use (a wildcard host becomes 127.0.0.1). */
   url: string;
+  /** The address as configured (http://0.0.0.0:8080 when bound to every interface), for logs. */
+  boundUrl: string;
   port: number;
   /** Stops accepting and resolves once every connection has ended. */
   close(): Promise<void>;
@@ -43,7 +45,8 @@ const IDLE_SWEEP_MS = 50;
 // client that never finishes its head live half a minute past headersTimeoutMs).
 const DEADLINE_CHECK_MS = 1000;
 
-const refuseUpgrade: UpgradeListener = (req, socket) => sendSocketError(socket, routeNotFound(req.method ?? 'GET', req.url ?? ''));
+/** The upgrade answer where nothing takes upgrades: the upstream's 404, and the socket closed. */
+export const refuseUpgrade: UpgradeListener = (req, socket) => sendSocketError(socket, routeNotFound(req.method ?? 'GET', req.url ?? ''));
 
 /** Whether the request's framing announces content (RFC 9112 §6.3): without it there is nothing to continue. */
 const hasContent = (req: IncomingMessage): boolean =>
@@ -76,6 +79,9 @@ function closeGracefully(server: Server, upgraded: Set<Socket>, graceMs: number)
   });
 }
 
+/** A host as a URL writes it: an IPv6 address in brackets. */
+const urlHost = (host: string): string => (host.includes(':') ? `[${host}]` : host);
+
 export async function startHttpServer(handler: RequestListener, options: HttpServerOptions): Promise<RunningServer> {
   const listener = boundPipelining(handler, options.maxPipelinedRequests);
   const server = createServer(
@@ -97,5 +103,11 @@ export async function startHttpServer(handler: RequestListener, options: HttpSer
   });
   const { port } = server.address() as AddressInfo;
   const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
-  return { server, url: `http://${host}:${port}`, port, close: () => closeGracefully(server, upgraded, options.shutdownGraceMs) };
+  return {
+    server,
+    url: `http://${urlHost(host)}:${port}`,
+    boundUrl: `http://${urlHost(options.host)}:${port}`,
+    port,
+    close: () => closeGracefully(server, upgraded, options.shutdownGraceMs),
+  };
 }

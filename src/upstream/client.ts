@@ -303,7 +303,7 @@ export class UpstreamClient {
       return { response: answer, verdict: verdict.kind, seconds };
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);
-      this.health.recordFailure(upstream.origin);
+      this.health.recordFailure(upstream.origin, failure.message);
       this.telemetry.upstreamFailed(upstream.origin, route, failure);
       throw failure;
     } finally {
@@ -316,13 +316,13 @@ export class UpstreamClient {
   private answered(origin: string, route: string, sent: Sent, options: { healthCheck?: boolean } = {}): void {
     this.telemetry.upstreamAnswered(origin, route, sent.response.status, sent.seconds);
     if (sent.verdict === 'answer') this.health.recordSuccess(origin, options);
-    else if (options.healthCheck) this.health.recordFailure(origin);
+    else if (options.healthCheck) this.health.recordFailure(origin, `${origin} answered ${sent.response.status} to ${route}`);
     else this.health.release(origin);
   }
 
   /** An answer the caller found invalid for what it asked: a failure of that upstream. */
   private rejected(origin: string, route: string, error: UpstreamError): void {
-    this.health.recordFailure(origin);
+    this.health.recordFailure(origin, error.message);
     this.telemetry.upstreamFailed(origin, route, error);
   }
 
@@ -331,7 +331,7 @@ export class UpstreamClient {
     if (failure.kind === 'rate_limited') {
       this.health.rateLimited(origin, retryAfterMs(answer.headers['retry-after'], this.clock(), this.retryAfterSettings()));
     }
-    this.health.recordFailure(origin);
+    this.health.recordFailure(origin, failure.message);
     this.telemetry.upstreamAnswered(origin, route, answer.status, seconds, failure);
   }
 

@@ -21,7 +21,12 @@ export interface HealthStatus {
   /** Milliseconds left of the Retry-After of its last 429, while it lasts. */
   rateLimitedMs?: number;
   usable: boolean;
+  /** Its last failure (what /ready and the status page show), and how long ago it was. */
+  lastError?: { message: string; ageMs: number };
 }
+
+/** Longest failure message kept: an upstream's error text is not trusted to be short. */
+const MAX_ERROR_MESSAGE_CHARS = 300;
 
 interface Tracked {
   origin: string;
@@ -30,6 +35,7 @@ interface Tracked {
   lagging: boolean;
   /** Until then (clock time) the upstream is sent nothing: it answered 429. */
   limitedUntil: number;
+  lastError?: { message: string; at: number };
 }
 
 export class UpstreamHealth {
@@ -53,6 +59,7 @@ export class UpstreamHealth {
       lagBlocks: this.lagOf(u, now),
       rateLimitedMs: u.limitedUntil > now ? u.limitedUntil - now : undefined,
       usable: this.isUsable(u, now),
+      lastError: u.lastError ? { message: u.lastError.message, ageMs: Math.max(0, now - u.lastError.at) } : undefined,
     }));
   }
 
@@ -141,9 +148,12 @@ export class UpstreamHealth {
     if (upstream.breaker.onSuccess()) this.telemetry.breakerChanged(origin, 'closed');
   }
 
-  recordFailure(origin: string): void {
+  /** A failed attempt; `cause` says what it met (kept as the upstream's last error). */
+  recordFailure(origin: string, cause?: string): void {
     const upstream = this.find(origin);
-    if (upstream?.breaker.onFailure(this.clock())) this.telemetry.breakerChanged(origin, 'open');
+    if (!upstream) return;
+    if (cause !== undefined) upstream.lastError = { message: cause.slice(0, MAX_ERROR_MESSAGE_CHARS), at: this.clock() };
+    if (upstream.breaker.onFailure(this.clock())) this.telemetry.breakerChanged(origin, 'open');
   }
 
   private find(origin: string): Tracked | undefined {
