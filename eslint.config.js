@@ -78,7 +78,10 @@ const PURE = [
   'src/live/socket-io-topics.ts',
   'src/live/client-bounds.ts',
 ];
-const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'], message: 'Pure modules take time and report nothing: no clock, telemetry or logger.' };
+const IMPURE_HELPERS = {
+  group: ['**/telemetry/*', '**/logger.js', '**/clock.js'],
+  message: 'Pure modules take time and report nothing: no clock, telemetry or logger.',
+};
 
 /**
  * What each folder may not import: the libraries kept to one place, and the folders above it
@@ -88,8 +91,18 @@ const IMPURE_HELPERS = { group: ['**/telemetry/*', '**/logger.js', '**/clock.js'
  * `test` says whether a file belongs to the folder (REDIS_MODULES are the cache folder's own case).
  */
 const FOLDERS = [
-  { files: ['src/upstream/**/*.ts'], test: (f) => f.startsWith('src/upstream/'), paths: [IOREDIS, PROM, PINO], patterns: [layer('upstream/', ['cache', 'chain', 'http', 'routes', 'live'])] },
-  { files: ['src/chain/**/*.ts'], test: (f) => f.startsWith('src/chain/'), paths: [IOREDIS, UNDICI, PROM, PINO], patterns: [layer('chain/', ['cache', 'http', 'routes', 'live'])] },
+  {
+    files: ['src/upstream/**/*.ts'],
+    test: (f) => f.startsWith('src/upstream/'),
+    paths: [IOREDIS, PROM, PINO],
+    patterns: [layer('upstream/', ['cache', 'chain', 'http', 'routes', 'live'])],
+  },
+  {
+    files: ['src/chain/**/*.ts'],
+    test: (f) => f.startsWith('src/chain/'),
+    paths: [IOREDIS, UNDICI, PROM, PINO],
+    patterns: [layer('chain/', ['cache', 'http', 'routes', 'live'])],
+  },
   {
     files: ['src/cache/**/*.ts'],
     ignores: REDIS_MODULES,
@@ -105,7 +118,12 @@ const FOLDERS = [
     patterns: [layer('routes/', ['cache', 'chain', 'http', 'upstream', 'telemetry', 'live']), IMPURE_HELPERS],
   },
   // Rate limits (issue 9): below cache (whose Redis budget implements limits/budget.ts) and http.
-  { files: ['src/limits/**/*.ts'], test: (f) => f.startsWith('src/limits/'), paths: [IOREDIS, UNDICI, PROM, PINO], patterns: [layer('limits/', ['cache', 'chain', 'http', 'routes', 'upstream', 'live'])] },
+  {
+    files: ['src/limits/**/*.ts'],
+    test: (f) => f.startsWith('src/limits/'),
+    paths: [IOREDIS, UNDICI, PROM, PINO],
+    patterns: [layer('limits/', ['cache', 'chain', 'http', 'routes', 'upstream', 'live'])],
+  },
   // Components call telemetry; telemetry knows no component (its vocabulary is its own).
   {
     files: ['src/telemetry/**/*.ts'],
@@ -146,7 +164,11 @@ export default tseslint.config(
   // Tests build hostile inputs on purpose (control characters in paths).
   { files: ['test/**/*.ts'], rules: { 'no-control-regex': 'off' } },
   // Every block below restricts one folder and lists everything its folder may not import.
-  { files: ['src/**/*.ts'], ignores: [...REDIS_MODULES, 'src/upstream/**', 'src/telemetry/**', 'src/logger.ts'], rules: restrict(REST_OF_SRC.paths, OUTSIDE_SRC) },
+  {
+    files: ['src/**/*.ts'],
+    ignores: [...REDIS_MODULES, 'src/upstream/**', 'src/telemetry/**', 'src/logger.ts'],
+    rules: restrict(REST_OF_SRC.paths, OUTSIDE_SRC),
+  },
   { files: ['src/logger.ts'], rules: restrict([IOREDIS, UNDICI, PROM], OUTSIDE_SRC) },
   ...FOLDERS.map(({ files, ignores, paths, patterns }) => ({ files, ...(ignores ? { ignores } : {}), rules: restrict(paths, [...OUTSIDE_SRC, ...patterns]) })),
   // Pure modules: decisions and formats only, no I/O, no logging, no metrics. Time comes in as an argument.

@@ -115,7 +115,18 @@ async function main(): Promise<void> {
   const configFile = join(tmpdir(), `memory-flood-${process.pid}.json`);
   writeFileSync(configFile, JSON.stringify({ cache: { memory: { maxBytes: MAX_BYTES } } }));
   const child: ChildProcess = spawn(process.execPath, [join(ROOT, PROXY_MAIN)], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, REDIS_URL: '', LOG_LEVEL: 'warn', CONFIG_FILE: configFile, NODE_OPTIONS: process.env.PROXY_NODE_OPTIONS ?? '' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      ADMIN_HOST: '127.0.0.1',
+      UPSTREAM_URLS: upstream.url,
+      REDIS_URL: '',
+      LOG_LEVEL: 'warn',
+      CONFIG_FILE: configFile,
+      NODE_OPTIONS: process.env.PROXY_NODE_OPTIONS ?? '',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;

@@ -31,13 +31,30 @@ import { tipLatency } from './scenarios/tip-latency.js';
 import { walletMix } from './scenarios/wallet-mix.js';
 import { zipfMix } from './scenarios/zipf-mix.js';
 
-const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = { memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency, blockWarmup, wsFanout };
+const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = {
+  memoryHit,
+  redisHit,
+  coldMiss,
+  passthrough,
+  zipfMix,
+  memoryMillion,
+  scaling,
+  walletMix,
+  tipLatency,
+  blockWarmup,
+  wsFanout,
+};
 /** kebab-case names accepted too (`--only=wallet-mix`). */
 const camel = (name: string): string => name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 
 function parseOptions(argv: string[]): { options: BenchOptions; only: string[] } {
   const quick = argv.includes('--quick');
-  const only = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',').map(camel) ?? Object.keys(SCENARIOS);
+  const only =
+    argv
+      .find((a) => a.startsWith('--only='))
+      ?.slice('--only='.length)
+      .split(',')
+      .map(camel) ?? Object.keys(SCENARIOS);
   const unknown = only.filter((name) => !(name in SCENARIOS));
   if (unknown.length) throw new Error(`unknown scenario(s) ${unknown.join(', ')}; known: ${Object.keys(SCENARIOS).join(', ')}`);
   const options: BenchOptions = {

@@ -62,7 +62,10 @@ async function scrapeUnderTraffic(cleanup: Cleanup, { dir, upstream, main, peer 
   const traffic = startTraffic(mix);
   cleanup.add('stop traffic', () => traffic.stop());
   // Prometheus scrapes the admin listener, where /metrics is served.
-  const prometheus = await startPrometheus([main, peer].map((proxy) => `127.0.0.1:${proxy.adminPort}`), dir);
+  const prometheus = await startPrometheus(
+    [main, peer].map((proxy) => `127.0.0.1:${proxy.adminPort}`),
+    dir,
+  );
   cleanup.add('stop prometheus', () => prometheus.stop());
   const enough = async () => (await scrapeCount(prometheus.url)) >= MIN_SCRAPES || traffic.error() !== undefined;
   await waitFor(enough, { timeoutMs: 30_000, intervalMs: 200, what: `${MIN_SCRAPES} scrapes` });

@@ -62,13 +62,16 @@ const GROUPS: Record<string, string> = {
   metrics: 'Where Prometheus metrics are served ([Operations](operations.md#metrics)).',
   logLevel: 'How much is logged ([Operations](operations.md#logs)).',
   accessLog: 'The access log: one line per request, hits and refusals sampled ([Operations](operations.md#logs)).',
-  upstream: 'The upstream API nodes: how they are reached, retried, rate-limited and taken out of rotation ([Operations](operations.md#failure-behaviour), [Security](security.md#upstream-credentials)).',
+  upstream:
+    'The upstream API nodes: how they are reached, retried, rate-limited and taken out of rotation ([Operations](operations.md#failure-behaviour), [Security](security.md#upstream-credentials)).',
   redis: 'The shared cache tier ([Caching and freshness](caching-and-freshness.md#redis)).',
-  cache: 'The cache: its tiers, freshness, stale serving, shared single-flight and purges ([Caching and freshness](caching-and-freshness.md#freshness-classes)).',
+  cache:
+    'The cache: its tiers, freshness, stale serving, shared single-flight and purges ([Caching and freshness](caching-and-freshness.md#freshness-classes)).',
   heap: "V8's heap, sized from the memory tier ([Deployment](deployment.md#container-memory)).",
   finality: 'When data counts as `final` ([Caching and freshness](caching-and-freshness.md#freshness-classes)).',
   chainTip: 'How the chain tip is followed ([Caching and freshness](caching-and-freshness.md#freshness-classes)).',
-  activity: 'Principal activity: broadcasts, block learning and the mempool watcher ([Caching and freshness](caching-and-freshness.md#principal-activity-broadcasts-and-block-learning)).',
+  activity:
+    'Principal activity: broadcasts, block learning and the mempool watcher ([Caching and freshness](caching-and-freshness.md#principal-activity-broadcasts-and-block-learning)).',
   live: 'The live chain: push feed, Redis notifier, block warm-up and WebSocket fan-out ([Live chain](live-chain.md)).',
   surface: 'The wider read surface, cached by route family ([Caching and freshness](caching-and-freshness.md#the-wider-read-surface-route-families)).',
   passthrough: 'Everything else, forwarded to the upstream ([Caching and freshness](caching-and-freshness.md#the-rest-of-the-public-api-passes-through)).',
@@ -100,7 +103,9 @@ CONFIG_FILE=/etc/stacks-cache-proxy.json UPSTREAM_API_KEY=… npm start
 
 function envTable(docs: readonly SettingDoc[]): string {
   const withEnv = docs.filter((doc) => doc.env !== undefined);
-  const rows = withEnv.map((doc) => `| \`${doc.env}\` | [\`${doc.key}\`](#${doc.key.split('.')[0]?.toLowerCase()}) | ${formatDefault(doc.key, doc.defaultValue)} |`);
+  const rows = withEnv.map(
+    (doc) => `| \`${doc.env}\` | [\`${doc.key}\`](#${doc.key.split('.')[0]?.toLowerCase()}) | ${formatDefault(doc.key, doc.defaultValue)} |`,
+  );
   return [
     '## Environment variables',
     '',
@@ -119,7 +124,9 @@ function envTable(docs: readonly SettingDoc[]): string {
 function groupSection(group: string, docs: readonly SettingDoc[]): string {
   const about = GROUPS[group];
   if (about === undefined) throw new Error(`the configuration page has no sentence about the group "${group}" (scripts/config-docs.ts GROUPS)`);
-  const rows = docs.map((doc) => `| \`${doc.key}\` | ${cell(formatDefault(doc.key, doc.defaultValue))} | ${doc.env ? `\`${doc.env}\`` : ''} | ${cell(doc.meaning)} |`);
+  const rows = docs.map(
+    (doc) => `| \`${doc.key}\` | ${cell(formatDefault(doc.key, doc.defaultValue))} | ${doc.env ? `\`${doc.env}\`` : ''} | ${cell(doc.meaning)} |`,
+  );
   return [`## ${group}`, '', about, '', '| Setting | Default | Environment | Meaning |', '|---|---|---|---|', ...rows, ''].join('\n');
 }
 
@@ -127,6 +134,11 @@ function groupSection(group: string, docs: readonly SettingDoc[]): string {
 export function renderConfigurationPage(defaults: Json = JSON.parse(readFileSync(join(projectRoot(), 'config', 'default.json'), 'utf8')) as Json): string {
   const docs = settingDocs(defaults);
   const groups = [...new Set(docs.map((doc) => doc.key.split('.')[0] ?? doc.key))];
-  const sections = groups.map((group) => groupSection(group, docs.filter((doc) => (doc.key.split('.')[0] ?? doc.key) === group)));
+  const sections = groups.map((group) =>
+    groupSection(
+      group,
+      docs.filter((doc) => (doc.key.split('.')[0] ?? doc.key) === group),
+    ),
+  );
   return [PREAMBLE, envTable(docs), ...sections].join('\n');
 }

@@ -110,7 +110,10 @@ function passthroughPropertyFor(lane: FramingLane, state: RunState, skipKnown: b
   });
 }
 
-const requestSummary = (request: FuzzRequest) => ({ counterexample: `${request.method} ${abbreviate(JSON.stringify(request.target))}`, size: request.target.length });
+const requestSummary = (request: FuzzRequest) => ({
+  counterexample: `${request.method} ${abbreviate(JSON.stringify(request.target))}`,
+  size: request.target.length,
+});
 const framingSummary = (framing: FramingCase) => {
   const bytes = wireBytes(framing);
   return { counterexample: abbreviate(JSON.stringify(bytes), 600), size: bytes.length };
@@ -121,7 +124,15 @@ function record<T>(result: fc.RunDetails<[T]>, seed: number, lane: Finding['lane
   if (!result.failed || !(error instanceof CaseFailure) || !result.counterexample) return;
   for (const violation of error.violations) {
     const earlier = findings.get(violation.signature);
-    const finding: Finding = { violation, ...summary(result.counterexample[0]), lane, description: error.message, seed, path: result.counterexamplePath ?? '', shrinks: result.numShrinks };
+    const finding: Finding = {
+      violation,
+      ...summary(result.counterexample[0]),
+      lane,
+      description: error.message,
+      seed,
+      path: result.counterexamplePath ?? '',
+      shrinks: result.numShrinks,
+    };
     if (!earlier || finding.size < earlier.size) findings.set(violation.signature, finding);
     if (!earlier) write(`  found: ${violation.signature}`);
   }
@@ -136,7 +147,12 @@ interface LaneKind<Lane extends { close(): Promise<void> }, Case> {
 }
 
 const REQUEST_LANES: LaneKind<FuzzLane, FuzzRequest> = { name: 'requests', start: startFuzzLane, property: propertyFor, summary: requestSummary };
-const PASSTHROUGH_LANE: LaneKind<FramingLane, FramingCase> = { name: 'passthrough', start: startFramingLane, property: passthroughPropertyFor, summary: framingSummary };
+const PASSTHROUGH_LANE: LaneKind<FramingLane, FramingCase> = {
+  name: 'passthrough',
+  start: startFramingLane,
+  property: passthroughPropertyFor,
+  summary: framingSummary,
+};
 
 async function runLane<Lane extends { close(): Promise<void> }, Case>(kind: LaneKind<Lane, Case>, seedOffset: number, budget: number): Promise<void> {
   if (budget <= 0) return;
@@ -176,7 +192,8 @@ function report(): number {
   const seconds = (performance.now() - startedAt) / 1_000;
   write('');
   write(`fuzz: ${cases} cases (${requests} requests with shrinking) in ${seconds.toFixed(1)} s, ${LANES} lanes and the passthrough lane, seed ${SEED}`);
-  if (!REPLAY_PATH && cases < RUNS + PASSTHROUGH_RUNS) write(`fuzz: stopped at the time limit (FUZZ_MAX_SECONDS=${MAX_SECONDS}) before ${RUNS + PASSTHROUGH_RUNS} cases`);
+  if (!REPLAY_PATH && cases < RUNS + PASSTHROUGH_RUNS)
+    write(`fuzz: stopped at the time limit (FUZZ_MAX_SECONDS=${MAX_SECONDS}) before ${RUNS + PASSTHROUGH_RUNS} cases`);
   if (findings.size === 0) {
     write('fuzz: no failures');
     return 0;

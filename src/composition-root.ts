@@ -227,7 +227,12 @@ function createAdmin(
       chain: tracker.view(),
       upstreams: parts.upstream.status(),
       counts: await telemetry.statusCounts(),
-      memory: { entries: store.memory.entryCount, bytes: store.memory.byteCount, maxBytes: memoryTierBytes(config), maxEntryBytes: config.cache.memory.maxEntryBytes },
+      memory: {
+        entries: store.memory.entryCount,
+        bytes: store.memory.byteCount,
+        maxBytes: memoryTierBytes(config),
+        maxEntryBytes: config.cache.memory.maxEntryBytes,
+      },
       redis: redis ? ((await redis.stats()) ?? 'unavailable') : undefined,
       purges: { ...purger.counts },
       live: { push: config.live.push.enabled, fanout: config.live.fanout.enabled },
@@ -274,10 +279,20 @@ function createActivity(
   // The watcher vouches for the mempool of the upstream it polls: only when that one answers every read.
   const watcher =
     settings.watchMempool && single
-      ? new MempoolWatcher({ source: upstream, origin: new URL(config.upstream.urls[0] as string).origin, activity, intervalMs: config.chainTip.pollIntervalMs, maxPages: settings.watcherMaxPages, clock, telemetry })
+      ? new MempoolWatcher({
+          source: upstream,
+          origin: new URL(config.upstream.urls[0] as string).origin,
+          activity,
+          intervalMs: config.chainTip.pollIntervalMs,
+          maxPages: settings.watcherMaxPages,
+          clock,
+          telemetry,
+        })
       : undefined;
   const keyPrefix = config.cache.keyPrefix;
-  const announcements = redis ? new ActivityAnnouncements({ activity, publish: (channel, message) => redis.publish(channel, message), keyPrefix, clock, telemetry }) : undefined;
+  const announcements = redis
+    ? new ActivityAnnouncements({ activity, publish: (channel, message) => redis.publish(channel, message), keyPrefix, clock, telemetry })
+    : undefined;
   const channel =
     config.redis.url === null || !announcements
       ? undefined
@@ -288,7 +303,12 @@ function createActivity(
           onMessage: (message) => announcements.apply(message),
           telemetry,
         });
-  const broadcasts: BroadcastSink = createBroadcastObserver({ activity, clock, telemetry, announce: announcements ? (principals) => announcements.announce(principals) : undefined });
+  const broadcasts: BroadcastSink = createBroadcastObserver({
+    activity,
+    clock,
+    telemetry,
+    announce: announcements ? (principals) => announcements.announce(principals) : undefined,
+  });
   const captureBudget = new CaptureBudget(settings.broadcastCaptureBudgetBytes);
   return { activity, announcements, channel, broadcasts, captureBudget, watcher };
 }
@@ -297,12 +317,19 @@ function createActivity(
 function createRateLimiter(config: Config, telemetry: Telemetry, clock: Clock, logger: Logger): { limiter: RateLimiter; budget: Budget } | undefined {
   const settings = config.rateLimit;
   if (!settings.enabled) {
-    if (config.apiKeys.length > 0) logger.warn({ keys: config.apiKeys.length }, 'API keys loaded but rateLimit.enabled is false: keys are not checked and nothing is limited');
+    if (config.apiKeys.length > 0)
+      logger.warn({ keys: config.apiKeys.length }, 'API keys loaded but rateLimit.enabled is false: keys are not checked and nothing is limited');
     return undefined;
   }
   logger.info({ keys: config.apiKeys.length, budget: config.redis.url ? 'redis (shared)' : 'memory (per process)' }, 'rate limits on');
   const budget: Budget = config.redis.url
-    ? new RedisBudget({ url: config.redis.url, commandTimeoutMs: config.redis.commandTimeoutMs, autoPipelining: config.redis.autoPipelining, keyPrefix: config.cache.keyPrefix, windowMs: settings.windowMs })
+    ? new RedisBudget({
+        url: config.redis.url,
+        commandTimeoutMs: config.redis.commandTimeoutMs,
+        autoPipelining: config.redis.autoPipelining,
+        keyPrefix: config.cache.keyPrefix,
+        windowMs: settings.windowMs,
+      })
     : new MemoryBudget(settings.windowMs, settings.maxTrackedClients);
   const limiter = new RateLimiter({
     settings,
@@ -406,7 +433,12 @@ function createWarmUp(config: Config, tracker: ChainTipTracker) {
     servedRead,
     /** The block learner's ids of a block's transactions, once the warmer runs. */
     onTransactions: (tip: TipRef, txIds: unknown[]) => warmer?.transactionsOf(tip, txIds),
-    start(parts: { reads: ReturnType<typeof createReadDispatcher>; surface: SurfaceDispatcher | undefined; upstream: UpstreamClient; telemetry: Telemetry }): BlockWarmer {
+    start(parts: {
+      reads: ReturnType<typeof createReadDispatcher>;
+      surface: SurfaceDispatcher | undefined;
+      upstream: UpstreamClient;
+      telemetry: Telemetry;
+    }): BlockWarmer {
       // Room for a read no client waits for: nothing queued, half the slots free.
       const idleBelow = Math.max(1, Math.floor(config.upstream.maxConcurrent / 2));
       warmer = new BlockWarmer({
@@ -461,17 +493,18 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     upstreams: () => upstream.status(),
   });
 
-  const tracker = new ChainTipTracker(
-    upstream,
-    health,
-    { ...config.chainTip, burnConfirmations: config.finality.burnConfirmations },
-    now,
-    telemetry,
-  );
+  const tracker = new ChainTipTracker(upstream, health, { ...config.chainTip, burnConfirmations: config.finality.burnConfirmations }, now, telemetry);
   stops.add('pollers', () => tracker.stop());
 
   const warmUp = createWarmUp(config, tracker);
-  const activity = createActivity(config, { tracker, upstream, redis, clock: now, telemetry, onTransactions: (tip, txIds) => warmUp?.onTransactions(tip, txIds) });
+  const activity = createActivity(config, {
+    tracker,
+    upstream,
+    redis,
+    clock: now,
+    telemetry,
+    onTransactions: (tip, txIds) => warmUp?.onTransactions(tip, txIds),
+  });
   if (activity?.watcher) stops.add('pollers', () => activity.watcher?.stop());
   if (activity?.channel) stops.add('channels', () => activity.channel?.close());
   const chain = () => tracker.view();
@@ -514,7 +547,10 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
 
   const limits = createRateLimiter(config, telemetry, now, logger);
   if (limits) stops.add('stores', () => limits.budget.close());
-  const passthroughClient = new PassthroughClient({ connectTimeoutMs: config.upstream.connectTimeoutMs, answerDeadlineMs: config.passthrough.answerDeadlineMs });
+  const passthroughClient = new PassthroughClient({
+    connectTimeoutMs: config.upstream.connectTimeoutMs,
+    answerDeadlineMs: config.passthrough.answerDeadlineMs,
+  });
   stops.add('connections', () => passthroughClient.close());
   const passthrough = config.passthrough.enabled
     ? createPassthrough({
@@ -617,7 +653,13 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     notifier.url === null
       ? undefined
       : new RedisNotifierFeed({
-          settings: { url: notifier.url, stream: notifier.stream, blockMs: notifier.blockMs, retryMinMs: config.live.push.reconnectMinMs, retryMaxMs: config.live.push.reconnectMaxMs },
+          settings: {
+            url: notifier.url,
+            stream: notifier.stream,
+            blockMs: notifier.blockMs,
+            retryMinMs: config.live.push.reconnectMinMs,
+            retryMaxMs: config.live.push.reconnectMaxMs,
+          },
           pollAll: () => upstream.origins.forEach((origin) => tracker.pollNow(origin)),
           telemetry,
         });
@@ -666,7 +708,17 @@ export async function startProxy(config: Config, options: StartOptions): Promise
   const core = await createProxyCore(config, options);
   try {
     const { main, admin } = await openListeners(core, config);
-    return { ...core, url: main.url, boundUrl: main.boundUrl, port: main.port, server: main.server, adminUrl: admin.url, adminBoundUrl: admin.boundUrl, adminPort: admin.port, close: core.close };
+    return {
+      ...core,
+      url: main.url,
+      boundUrl: main.boundUrl,
+      port: main.port,
+      server: main.server,
+      adminUrl: admin.url,
+      adminBoundUrl: admin.boundUrl,
+      adminPort: admin.port,
+      close: core.close,
+    };
   } catch (error) {
     await core.close().catch(() => undefined);
     throw error;

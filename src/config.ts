@@ -59,9 +59,15 @@ export const ConfigSchema = z
       .object({
         port: z.number().int().min(0).max(65535).describe('TCP port to listen on; `0` picks a free one'),
         host: z.string().min(1).describe('Address to bind'),
-        requestTimeoutMs: positiveInt.describe("Longest a client request may take before Node closes it (also how long a WebSocket upgrade's upstream socket may stay silent before its `101`)"),
-        headersTimeoutMs: positiveInt.describe("Longest a client may take to send a request's head (an upgrade request's too); at most `server.requestTimeoutMs`"),
-        maxPipelinedRequests: positiveInt.describe('Requests of one connection handled at a time; later pipelined ones wait and the connection is not read meanwhile'),
+        requestTimeoutMs: positiveInt.describe(
+          "Longest a client request may take before Node closes it (also how long a WebSocket upgrade's upstream socket may stay silent before its `101`)",
+        ),
+        headersTimeoutMs: positiveInt.describe(
+          "Longest a client may take to send a request's head (an upgrade request's too); at most `server.requestTimeoutMs`",
+        ),
+        maxPipelinedRequests: positiveInt.describe(
+          'Requests of one connection handled at a time; later pipelined ones wait and the connection is not read meanwhile',
+        ),
         shutdownGraceMs: positiveInt.describe('On `SIGTERM`/`SIGINT`, how long in-flight requests may finish before connections are closed'),
       })
       .strict()
@@ -78,18 +84,22 @@ export const ConfigSchema = z
           .string()
           .min(16, 'must be at least 16 characters')
           .nullable()
-          .describe('Bearer token of the admin API, at least 16 characters; `null` turns the admin API off; never logged. Set it in the environment rather than in a config file'),
+          .describe(
+            'Bearer token of the admin API, at least 16 characters; `null` turns the admin API off; never logged. Set it in the environment rather than in a config file',
+          ),
       })
       .strict(),
-    metrics: z
-      .object({ onPublicPort: z.boolean().describe('Also serve `/metrics` on the public port (it is always served on the admin listener)') })
-      .strict(),
-    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).describe('pino log level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`'),
+    metrics: z.object({ onPublicPort: z.boolean().describe('Also serve `/metrics` on the public port (it is always served on the admin listener)') }).strict(),
+    logLevel: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .describe('pino log level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`'),
     // Issue 10: a line per hit costs more CPU than the hit itself; metrics count every request anyway.
     accessLog: z
       .object({
         enabled: z.boolean().describe('One access-log line per request at `info` ([Logs](operations.md#logs)); `false`: none (state changes are still logged)'),
-        hitsEvery: positiveInt.describe('Log one cache hit (`X-Cache: HIT`) in this many; the line carries `"sampled": N`. Every other answer, refusals aside, logs a line. `1` logs every hit'),
+        hitsEvery: positiveInt.describe(
+          'Log one cache hit (`X-Cache: HIT`) in this many; the line carries `"sampled": N`. Every other answer, refusals aside, logs a line. `1` logs every hit',
+        ),
         refusalsEvery: positiveInt.describe(
           'Log one refusal answered before any cache or upstream work (a refused request target\'s `400`, `401` for an unknown API key, `429`) in this many; the line carries `"sampled": N`. `1` logs every one',
         ),
@@ -97,23 +107,36 @@ export const ConfigSchema = z
       .strict(),
     upstream: z
       .object({
-        urls: z.array(upstreamUrl).min(1).describe("Upstream API base URLs, tried in order (comma-separated in `UPSTREAM_URLS`): origins only. A URL with a path prefix such as `http://host:3999/api`, a query or a fragment is refused at start-up (exit code 2): requests go to the API's own paths (`/extended/...`, `/v2/...`) on that origin"),
+        urls: z
+          .array(upstreamUrl)
+          .min(1)
+          .describe(
+            "Upstream API base URLs, tried in order (comma-separated in `UPSTREAM_URLS`): origins only. A URL with a path prefix such as `http://host:3999/api`, a query or a fragment is refused at start-up (exit code 2): requests go to the API's own paths (`/extended/...`, `/v2/...`) on that origin",
+          ),
         apiKey: z
           .string()
           .min(1)
           .refine((key) => refusedHeader(API_KEY_HEADER, key) === undefined, 'must not contain control characters')
           .nullable()
-          .describe('Sent as `x-api-key` on every upstream request (reads, tip polls, passthrough, WebSocket upgrades); never logged; see [Upstream credentials](security.md#upstream-credentials)'),
-        headers: headerMap.describe('Headers sent on every upstream request, e.g. `{"x-tenant": "dapp-1"}`; names are case-insensitive; hop-by-hop headers, `Host`, `Content-Length`, `Expect`, conditional and range headers and `Accept-Encoding` are refused at start-up'),
+          .describe(
+            'Sent as `x-api-key` on every upstream request (reads, tip polls, passthrough, WebSocket upgrades); never logged; see [Upstream credentials](security.md#upstream-credentials)',
+          ),
+        headers: headerMap.describe(
+          'Headers sent on every upstream request, e.g. `{"x-tenant": "dapp-1"}`; names are case-insensitive; hop-by-hop headers, `Host`, `Content-Length`, `Expect`, conditional and range headers and `Accept-Encoding` are refused at start-up',
+        ),
         headersByUrl: z
           .record(httpUrl, headerMap)
           .transform((byUrl) => Object.fromEntries(Object.entries(byUrl).map(([url, headers]) => [originOf(url), headers])))
-          .describe('Per upstream, keyed by one of `upstream.urls`: headers merged over `upstream.headers` and the API key for that upstream only, e.g. `{"https://api.hiro.so": {"x-api-key": "…"}}`; the same refusals as `upstream.headers`'),
+          .describe(
+            'Per upstream, keyed by one of `upstream.urls`: headers merged over `upstream.headers` and the API key for that upstream only, e.g. `{"https://api.hiro.so": {"x-api-key": "…"}}`; the same refusals as `upstream.headers`',
+          ),
         connectTimeoutMs: positiveInt.describe('TCP/TLS connect timeout per upstream'),
         headersTimeoutMs: positiveInt.describe("Time to the upstream's response headers"),
         bodyTimeoutMs: positiveInt.describe("Longest pause while reading the upstream's body"),
         maxBodyBytes: positiveInt.describe('Larger upstream bodies are refused (not cached, `502`)'),
-        connectionsPerUpstream: positiveInt.describe("Keep-alive connections per upstream (undici pool). Keep it at least `upstream.maxConcurrent`: requests that the queue admits but the pool has no connection for wait inside the pool for a whole upstream round trip (at 32 connections, 50 concurrent cold misses at 20 ms upstream latency gained about 14 ms at p50; at 64, about 2 ms). A connection is opened only when needed and closed after 4 s idle (undici's keep-alive default, or sooner when the upstream says so)"),
+        connectionsPerUpstream: positiveInt.describe(
+          "Keep-alive connections per upstream (undici pool). Keep it at least `upstream.maxConcurrent`: requests that the queue admits but the pool has no connection for wait inside the pool for a whole upstream round trip (at 32 connections, 50 concurrent cold misses at 20 ms upstream latency gained about 14 ms at p50; at 64, about 2 ms). A connection is opened only when needed and closed after 4 s idle (undici's keep-alive default, or sooner when the upstream says so)",
+        ),
         maxConcurrent: positiveInt.describe('Requests in flight to one upstream; more wait in its queue'),
         maxQueue: nonNegativeInt.describe('Requests waiting for one upstream; beyond that (on every usable upstream) clients get `503` with `Retry-After: 1`'),
         maxAttempts: z
@@ -121,10 +144,14 @@ export const ConfigSchema = z
           .int()
           .min(1)
           .max(2, 'must be 1 or 2: a client request costs the upstreams at most two requests')
-          .describe('Attempts per client request: `2` retries a failure once, on the next usable upstream (the same one when it is alone, unless it rate-limited); `1`: no retry. At most `2`: a client request costs the upstreams at most two requests'),
+          .describe(
+            'Attempts per client request: `2` retries a failure once, on the next usable upstream (the same one when it is alone, unless it rate-limited); `1`: no retry. At most `2`: a client request costs the upstreams at most two requests',
+          ),
         retryBackoffMs: positiveInt.describe('Pause before the first retry; doubles per retry, ±50% jitter'),
         requestDeadlineMs: positiveInt.describe('Total time for all attempts of one upstream request'),
-        failureThreshold: positiveInt.describe("Consecutive failures (transport errors, timeouts, `429`, `502`/`503`/`504`, invalid bodies, failed tip polls; not a handler's JSON `4xx`/`500` for one input) that open an upstream's circuit breaker"),
+        failureThreshold: positiveInt.describe(
+          "Consecutive failures (transport errors, timeouts, `429`, `502`/`503`/`504`, invalid bodies, failed tip polls; not a handler's JSON `4xx`/`500` for one input) that open an upstream's circuit breaker",
+        ),
         cooldownMs: positiveInt.describe('How long a breaker stays open before one trial request (half-open)'),
         maxLagBlocks: nonNegativeInt.describe('An upstream whose tip is more than this many blocks behind the best upstream tip is not read from'),
         retryAfterDefaultMs: positiveInt.describe('How long a `429` without a usable `Retry-After` leaves that upstream alone'),
@@ -145,17 +172,30 @@ export const ConfigSchema = z
           .string()
           .refine((url) => parseRedisUrl(url) !== undefined, 'must be redis://, rediss://, redis+sentinel://h1:p1,h2:p2/name or redis+cluster://h1:p1,h2:p2')
           .nullable()
-          .describe('Shared cache tier: `redis://`, `rediss://`, `redis+sentinel://h1:p1,h2:p2/name` or `redis+cluster://h1:p1,h2:p2`; `null` uses memory only; see [Redis](caching-and-freshness.md#redis)'),
+          .describe(
+            'Shared cache tier: `redis://`, `rediss://`, `redis+sentinel://h1:p1,h2:p2/name` or `redis+cluster://h1:p1,h2:p2`; `null` uses memory only; see [Redis](caching-and-freshness.md#redis)',
+          ),
         commandTimeoutMs: positiveInt.describe('A Redis command slower than this counts as a miss; nothing waits on a dead Redis'),
-        autoPipelining: z.boolean().describe("ioredis auto-pipelining on the cache and rate-limit connections (in Cluster mode per node): the commands of concurrent requests go out in one write per event-loop turn. Measured on a Redis-tier hit at 50 connections: Redis' own CPU per request 2.3 µs instead of 6.2 µs and the proxy's system time 9.3 µs instead of 12.9 µs, but the proxy's user time about 4-6 µs higher (ioredis' pipeline bookkeeping), so the proxy's total CPU per hit is about the same or slightly higher; `false` trades Redis CPU (the one shared, single-threaded part of a fleet) for a few µs of proxy CPU per hit"),
+        autoPipelining: z
+          .boolean()
+          .describe(
+            "ioredis auto-pipelining on the cache and rate-limit connections (in Cluster mode per node): the commands of concurrent requests go out in one write per event-loop turn. Measured on a Redis-tier hit at 50 connections: Redis' own CPU per request 2.3 µs instead of 6.2 µs and the proxy's system time 9.3 µs instead of 12.9 µs, but the proxy's user time about 4-6 µs higher (ioredis' pipeline bookkeeping), so the proxy's total CPU per hit is about the same or slightly higher; `false` trades Redis CPU (the one shared, single-threaded part of a fleet) for a few µs of proxy CPU per hit",
+          ),
       })
       .strict(),
     cache: z
       .object({
-        keyPrefix: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only').describe('Prefix of every Redis key (`<prefix>:v2:<route-id>:<canonical request>`; route families: `<prefix>:v2:s:<family>:…`; rate-limit budgets: `<prefix>:rl:<window>:<client>`); letters, digits, `_`, `.` and `-`'),
+        keyPrefix: z
+          .string()
+          .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." and "-" only')
+          .describe(
+            'Prefix of every Redis key (`<prefix>:v2:<route-id>:<canonical request>`; route families: `<prefix>:v2:s:<family>:…`; rate-limit budgets: `<prefix>:rl:<window>:<client>`); letters, digits, `_`, `.` and `-`',
+          ),
         memory: z
           .object({
-            maxBytes: positiveInt.describe("Memory tier size without Redis (LRU by bytes; an entry counts what it costs the process: its key, headers, metadata and about 600 bytes of overhead one and a half times (the room V8's heap keeps beyond what is live), then its body's bytes and 224 bytes for owning them; expired entries are swept every 30 s). V8's heap is sized from it (`heap.maxOldSpaceMiB`); for the memory a container needs see [Memory under a flood](benchmarks.md#memory-under-a-flood-of-distinct-requests)"),
+            maxBytes: positiveInt.describe(
+              "Memory tier size without Redis (LRU by bytes; an entry counts what it costs the process: its key, headers, metadata and about 600 bytes of overhead one and a half times (the room V8's heap keeps beyond what is live), then its body's bytes and 224 bytes for owning them; expired entries are swept every 30 s). V8's heap is sized from it (`heap.maxOldSpaceMiB`); for the memory a container needs see [Memory under a flood](benchmarks.md#memory-under-a-flood-of-distinct-requests)",
+            ),
             maxBytesWithRedis: positiveInt.describe('Memory tier size in front of Redis'),
             maxEntryBytes: positiveInt.describe('Larger answers skip the memory tier'),
           })
@@ -164,7 +204,9 @@ export const ConfigSchema = z
           .object({
             tipSafetyMs: positiveInt.describe('Longest a `tip` entry is served without revalidation, even if no block comes'),
             mempoolMs: positiveInt.describe('How long a `mempool` entry is fresh'),
-            staleWhileRevalidateMs: nonNegativeInt.describe('After a `mempool` entry expires (same chain tip), how long it is still served (`X-Cache: STALE`) while one background refresh runs; `0` turns this off'),
+            staleWhileRevalidateMs: nonNegativeInt.describe(
+              'After a `mempool` entry expires (same chain tip), how long it is still served (`X-Cache: STALE`) while one background refresh runs; `0` turns this off',
+            ),
             retainExpiredMs: nonNegativeInt.describe('How long expired entries are kept for revalidation and stale-if-error'),
             learnedMaxMs: positiveInt.describe(
               'Learned freshness: longest a `tip` entry about a principal no block since touched, or a `mempool` entry the mempool watcher vouches for, is served fresh past its tip or TTL ([Principal activity](caching-and-freshness.md#principal-activity-broadcasts-and-block-learning))',
@@ -197,33 +239,63 @@ export const ConfigSchema = z
           .int()
           .min(16)
           .nullable()
-          .describe("V8's old-space limit in MiB (`node --max-old-space-size`); `null` derives it from the memory tier: 128 MiB + twice the tier (384 for the default 128 MiB tier, 192 for the 32 MiB tier in front of Redis). Heap limits can only be set when node starts, so at start-up the process replaces itself once (`execve`: same pid, so PID 1 in a container stays PID 1) with `node --max-old-space-size=<this> --max-semi-space-size=2` on the same script, and logs a `heap` line with V8's resulting `heapLimitMiB`. A `--max-old-space-size` or `--max-semi-space-size` given on node's command line or in `NODE_OPTIONS` wins over this (only the missing flag is added). At least `16`. When the old space is full of live data, V8 stops the process with an out-of-memory error: raise it only with the container's memory"),
+          .describe(
+            "V8's old-space limit in MiB (`node --max-old-space-size`); `null` derives it from the memory tier: 128 MiB + twice the tier (384 for the default 128 MiB tier, 192 for the 32 MiB tier in front of Redis). Heap limits can only be set when node starts, so at start-up the process replaces itself once (`execve`: same pid, so PID 1 in a container stays PID 1) with `node --max-old-space-size=<this> --max-semi-space-size=2` on the same script, and logs a `heap` line with V8's resulting `heapLimitMiB`. A `--max-old-space-size` or `--max-semi-space-size` given on node's command line or in `NODE_OPTIONS` wins over this (only the missing flag is added). At least `16`. When the old space is full of live data, V8 stops the process with an out-of-memory error: raise it only with the container's memory",
+          ),
       })
       .strict(),
     finality: z.object({ burnConfirmations: nonNegativeInt.describe('Burn blocks on top before data is `final`') }).strict(),
     chainTip: z
       .object({
-        pollIntervalMs: positiveInt.describe("How often each upstream's `GET /extended` is polled (each upstream on its own schedule, the next poll this long after its previous one ended)"),
-        pollTimeoutMs: positiveInt.describe("Longest one upstream's tip poll is waited for (at start-up and shutdown); a slower poll delays only that upstream's next one, never the tip seen from another"),
-        maxJumpBlocks: positiveInt.describe('A tip whose Stacks or burn height is more than this ahead of the believed tip is not believed until confirmed (see [Freshness classes](caching-and-freshness.md#freshness-classes))'),
+        pollIntervalMs: positiveInt.describe(
+          "How often each upstream's `GET /extended` is polled (each upstream on its own schedule, the next poll this long after its previous one ended)",
+        ),
+        pollTimeoutMs: positiveInt.describe(
+          "Longest one upstream's tip poll is waited for (at start-up and shutdown); a slower poll delays only that upstream's next one, never the tip seen from another",
+        ),
+        maxJumpBlocks: positiveInt.describe(
+          'A tip whose Stacks or burn height is more than this ahead of the believed tip is not believed until confirmed (see [Freshness classes](caching-and-freshness.md#freshness-classes))',
+        ),
         reorgMaxWalk: positiveInt.describe("How far back a reorg's fork point is searched; beyond it the fork is assumed there"),
       })
       .strict(),
     // Principal activity (issue 15): docs/caching-and-freshness.md "Principal activity (broadcasts and block learning)".
     activity: z
       .object({
-        enabled: z.boolean().describe("Keep the principal-activity registry (broadcasts through the proxy, block learning, the mempool watcher); `false`: tip, TTL and revalidation alone, **without the guarantee that a sender's next nonce after its own broadcast is never stale** (on the wallet mix: 83 stale nonces in 60 s)"),
-        maxPrincipals: positiveInt.describe('Principals remembered (at most about 400 bytes each: 40 MB at the default); the least recently touched is evicted and then counts as changed'),
-        settleMs: nonNegativeInt.describe("After a broadcast the upstream accepted, answers about its principals (and the global mempool) validated within this long are not kept fresh: the upstream's API learns the transaction a moment after its node"),
-        coinbaseWindowBlocks: nonNegativeInt.describe('Blocks for which principals a coinbase names count as touched by every block (matured miner rewards credit them without a transaction)'),
-        learnBlocks: z.boolean().describe("Learn each new block's touched principals from the upstream (learned freshness); `false`: broadcasts (and the mempool watcher) only"),
-        learnerMaxTxPages: positiveInt.describe("Pages of a block's transactions (50 each) read at most; a larger block's touches are unknown (learning restarts)"),
-        learnerMaxEventRequests: nonNegativeInt.describe("`tx/multiple` requests (20 transactions each) for a block's transaction events at most; beyond, the block's touches are unknown"),
+        enabled: z
+          .boolean()
+          .describe(
+            "Keep the principal-activity registry (broadcasts through the proxy, block learning, the mempool watcher); `false`: tip, TTL and revalidation alone, **without the guarantee that a sender's next nonce after its own broadcast is never stale** (on the wallet mix: 83 stale nonces in 60 s)",
+          ),
+        maxPrincipals: positiveInt.describe(
+          'Principals remembered (at most about 400 bytes each: 40 MB at the default); the least recently touched is evicted and then counts as changed',
+        ),
+        settleMs: nonNegativeInt.describe(
+          "After a broadcast the upstream accepted, answers about its principals (and the global mempool) validated within this long are not kept fresh: the upstream's API learns the transaction a moment after its node",
+        ),
+        coinbaseWindowBlocks: nonNegativeInt.describe(
+          'Blocks for which principals a coinbase names count as touched by every block (matured miner rewards credit them without a transaction)',
+        ),
+        learnBlocks: z
+          .boolean()
+          .describe("Learn each new block's touched principals from the upstream (learned freshness); `false`: broadcasts (and the mempool watcher) only"),
+        learnerMaxTxPages: positiveInt.describe(
+          "Pages of a block's transactions (50 each) read at most; a larger block's touches are unknown (learning restarts)",
+        ),
+        learnerMaxEventRequests: nonNegativeInt.describe(
+          "`tx/multiple` requests (20 transactions each) for a block's transaction events at most; beyond, the block's touches are unknown",
+        ),
         broadcastCaptureBudgetBytes: positiveInt.describe(
           'Bytes of `POST /v2/transactions` bodies the process holds at once (all broadcasts together, up to ~4.26 MB each) to decode their principals; beyond, a body streams on to the upstream uncaptured and counts as undecodable (every principal marked changed)',
         ),
-        watcherMaxPages: positiveInt.describe("Requests one mempool-watcher poll may make to read a mempool larger than one page (50 transactions each, every page of the first page's ETag); a larger mempool is a change of unknown extent at every poll"),
-        watchMempool: z.boolean().describe("Poll the upstream's mempool list once per `chainTip.pollIntervalMs` (`If-None-Match`) so that mempool entries the mempool did not change stay fresh past their TTL; only with a single upstream"),
+        watcherMaxPages: positiveInt.describe(
+          "Requests one mempool-watcher poll may make to read a mempool larger than one page (50 transactions each, every page of the first page's ETag); a larger mempool is a change of unknown extent at every poll",
+        ),
+        watchMempool: z
+          .boolean()
+          .describe(
+            "Poll the upstream's mempool list once per `chainTip.pollIntervalMs` (`If-None-Match`) so that mempool entries the mempool did not change stay fresh past their TTL; only with a single upstream",
+          ),
       })
       .strict(),
     // The live chain (issue 16): push feed, Redis notifier, block warm-up, WebSocket fan-out (src/live/settings.ts).
@@ -246,7 +318,11 @@ export const ConfigSchema = z
     // The wider read surface (issue 15): routes beyond the 13, cached by route family (src/surface/).
     surface: z
       .object({
-        enabled: z.boolean().describe('Cache the [route families](caching-and-freshness.md#the-wider-read-surface-route-families) of the wider read surface (on paths the passthrough may forward); `false`: they pass through uncached'),
+        enabled: z
+          .boolean()
+          .describe(
+            'Cache the [route families](caching-and-freshness.md#the-wider-read-surface-route-families) of the wider read surface (on paths the passthrough may forward); `false`: they pass through uncached',
+          ),
         maxPostBodyBytes: positiveInt.describe(
           'Largest POST read body (`call-read`, `map_entry`, fee estimate) the proxy reads and caches; larger, chunked or non-JSON bodies pass through untouched',
         ),
@@ -255,30 +331,39 @@ export const ConfigSchema = z
     // Rate limits and client API keys (issue 9).
     rateLimit: z
       .object({
-        enabled: z.boolean().describe('Limit requests per client (its API key, else its address); off by default; see [Rate limits and API keys](security.md#rate-limits-and-api-keys)'),
+        enabled: z
+          .boolean()
+          .describe(
+            'Limit requests per client (its API key, else its address); off by default; see [Rate limits and API keys](security.md#rate-limits-and-api-keys)',
+          ),
         windowMs: positiveInt.describe('Length of one fixed budget window (windows start at multiples of it)'),
-        anonymous: z.object({ limit: positiveInt.describe('Budget units per window of a client without an API key: per IPv4 address, per IPv6 `/64`') }).strict(),
+        anonymous: z
+          .object({ limit: positiveInt.describe('Budget units per window of a client without an API key: per IPv4 address, per IPv6 `/64`') })
+          .strict(),
         keyed: z.object({ limit: positiveInt.describe('Budget units per window of an API key that has no `limit` of its own') }).strict(),
         trustedProxies: z
           .array(z.string().refine((cidr) => parseCidr(cidr) !== undefined, 'must be an IPv4 or IPv6 address or CIDR (10.0.0.0/8, fd00::/8)'))
           .describe('Addresses or CIDRs (IPv4, IPv6; IPv4 also matches its `::ffff:` spelling) of the load balancers whose `X-Forwarded-For` is believed'),
         hitCost: positiveInt.describe('Units every limited request costs'),
-        missCost: positiveInt.describe('Units a request costs when the memory tier cannot answer it (read-through or passthrough; charged as `hitCost`, then the difference); at least `hitCost`'),
+        missCost: positiveInt.describe(
+          'Units a request costs when the memory tier cannot answer it (read-through or passthrough; charged as `hitCost`, then the difference); at least `hitCost`',
+        ),
         maxTrackedClients: positiveInt.describe(
           'Without Redis: clients whose budget one process tracks per window (about 200 bytes each); when full, the least recently seen client is forgotten and starts again from a fresh budget if it returns (see [Shared or per process](security.md#rate-limits-and-api-keys))',
         ),
       })
       .strict()
       .refine((limits) => limits.missCost >= limits.hitCost, { message: 'must not be less than rateLimit.hitCost', path: ['missCost'] }),
-    apiKeys: ApiKeysSchema.describe('Client API keys (hashes only) for [rate limits](security.md#rate-limits-and-api-keys); set through `API_KEYS_FILE` (which replaces this list); a malformed file stops start-up, exit code 2'),
+    apiKeys: ApiKeysSchema.describe(
+      'Client API keys (hashes only) for [rate limits](security.md#rate-limits-and-api-keys); set through `API_KEYS_FILE` (which replaces this list); a malformed file stops start-up, exit code 2',
+    ),
   })
   .strict();
 
 export type Config = z.infer<typeof ConfigSchema>;
 
 /** The memory tier's size: smaller in front of Redis, which holds the rest. */
-export const memoryTierBytes = (config: Config): number =>
-  config.redis.url ? config.cache.memory.maxBytesWithRedis : config.cache.memory.maxBytes;
+export const memoryTierBytes = (config: Config): number => (config.redis.url ? config.cache.memory.maxBytesWithRedis : config.cache.memory.maxBytes);
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -355,7 +440,9 @@ function fromEnv(env: Record<string, string | undefined>): Json {
   if (Object.keys(server).length > 0) out.server = server;
   const upstream: Json = {};
   if (env.UPSTREAM_URLS !== undefined) {
-    upstream.urls = env.UPSTREAM_URLS.split(',').map((u) => u.trim()).filter((u) => u.length > 0);
+    upstream.urls = env.UPSTREAM_URLS.split(',')
+      .map((u) => u.trim())
+      .filter((u) => u.length > 0);
   }
   if (env.UPSTREAM_API_KEY !== undefined) upstream.apiKey = env.UPSTREAM_API_KEY.trim() === '' ? null : env.UPSTREAM_API_KEY.trim();
   if (Object.keys(upstream).length > 0) out.upstream = upstream;
@@ -380,10 +467,7 @@ export const ENV_NAMES: Readonly<Record<string, string>> = {
   apiKeys: 'API_KEYS_FILE',
 };
 
-export function loadConfig(
-  env: Record<string, string | undefined>,
-  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
-): Config {
+export function loadConfig(env: Record<string, string | undefined>, readFile: (path: string) => string = (path) => readFileSync(path, 'utf8')): Config {
   let merged = readJson(DEFAULT_CONFIG_PATH, readFile);
   if (env.CONFIG_FILE) merged = deepMerge(merged, readJson(env.CONFIG_FILE, readFile));
   merged = deepMerge(merged, fromEnv(env));
@@ -404,7 +488,10 @@ function validated(merged: Json): Config {
   const result = ConfigSchema.safeParse(merged);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
-    const path = issue.path.map(String).join('.').replace(/\.(\d+)$/, '[$1]');
+    const path = issue.path
+      .map(String)
+      .join('.')
+      .replace(/\.(\d+)$/, '[$1]');
     const envName = ENV_NAMES[path.replace(/\[\d+\]$/, '')] ?? ENV_NAMES[path.split(/[.[]/)[0] ?? ''];
     return `${path || '(root)'}${envName ? ` (${envName})` : ''}: ${issue.message}`;
   });
@@ -413,8 +500,7 @@ function validated(merged: Json): Config {
 
 const REDACTED = '***';
 
-const redactValues = (headers: Record<string, string>): Record<string, string> =>
-  Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED]));
+const redactValues = (headers: Record<string, string>): Record<string, string> => Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED]));
 
 /**
  * The settings worth logging at start-up, with credentials removed: the API key, the admin token, every

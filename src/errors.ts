@@ -24,9 +24,7 @@ export interface ErrorReply {
 
 function reply(status: number, message: string, code?: string): ErrorReply {
   const error = REASON[status] ?? 'Error';
-  const payload = code === undefined
-    ? { statusCode: status, error, message }
-    : { statusCode: status, code, error, message };
+  const payload = code === undefined ? { statusCode: status, error, message } : { statusCode: status, code, error, message };
   return { status, body: JSON.stringify(payload) };
 }
 
@@ -46,8 +44,7 @@ export const unavailable = (message: string): ErrorReply => reply(503, message);
 export const internalError = (message: string): ErrorReply => reply(500, message);
 
 /** The URL could not be decoded; Fastify answers this before routing. */
-export const badUrl = (path: string): ErrorReply =>
-  reply(400, `'${path}' is not a valid url component`, 'FST_ERR_BAD_URL');
+export const badUrl = (path: string): ErrorReply => reply(400, `'${path}' is not a valid url component`, 'FST_ERR_BAD_URL');
 
 export const methodNotAllowed = (method: string, path: string, allowed = 'GET and HEAD'): ErrorReply =>
   reply(405, `Method ${method} is not allowed on ${path}; this route answers ${allowed}`);

@@ -67,9 +67,7 @@ export function findProjectRoot(from = path.dirname(fileURLToPath(import.meta.ur
 /** `$FIXTURES_DIR/recorded-regtest.jsonl`, else `<project root>/../shared/fixtures/recorded-regtest.jsonl` */
 export function recordingsFile(): string {
   const dir = process.env.FIXTURES_DIR;
-  return dir
-    ? path.resolve(dir, FIXTURE_FILE)
-    : path.resolve(findProjectRoot(), '../shared/fixtures', FIXTURE_FILE);
+  return dir ? path.resolve(dir, FIXTURE_FILE) : path.resolve(findProjectRoot(), '../shared/fixtures', FIXTURE_FILE);
 }
 
 let recordings: Recording[] | undefined;

@@ -88,8 +88,24 @@ export async function startRedisCluster(): Promise<TestRedisDeployment> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'scp-redis-cluster-'));
   const child = startServer([
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--loglevel', 'warning',
-    '--cluster-enabled', 'yes', '--cluster-announce-ip', '127.0.0.1', '--cluster-config-file', join(dir, 'nodes.conf'), '--dir', dir,
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--loglevel',
+    'warning',
+    '--cluster-enabled',
+    'yes',
+    '--cluster-announce-ip',
+    '127.0.0.1',
+    '--cluster-config-file',
+    join(dir, 'nodes.conf'),
+    '--dir',
+    dir,
   ]);
   await listening(port);
   await runCli(port, ['CLUSTER', 'ADDSLOTSRANGE', '0', '16383']);

@@ -88,8 +88,7 @@ export async function startProxy(options: ProxyOptions): Promise<Server & { admi
  */
 export async function runJsonChild<T>(script: string, options: { flags?: string[]; env?: Record<string, string>; cpu?: number } = {}): Promise<T> {
   const args = [process.execPath, ...(options.flags ?? []), join(ROOT, 'dist', script)];
-  const [command, rest] =
-    HAS_TASKSET && options.cpu !== undefined ? ['taskset', ['-c', String(options.cpu), ...args]] : [args[0] as string, args.slice(1)];
+  const [command, rest] = HAS_TASKSET && options.cpu !== undefined ? ['taskset', ['-c', String(options.cpu), ...args]] : [args[0] as string, args.slice(1)];
   const child = spawn(command, rest, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));

@@ -59,12 +59,23 @@ async function main(): Promise<void> {
     const store = new RedisStore({ ...options, telemetry });
     // Nothing queues while disconnected: wait until both connections are up.
     await new Promise((resolve) => client.once('ready', resolve));
-    while (!(await store.get('bench:ready').then(() => true, () => false))) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (
+      !(await store.get('bench:ready').then(
+        () => true,
+        () => false,
+      ))
+    )
+      await new Promise((resolve) => setTimeout(resolve, 20));
     await store.set(KEY, entry, null);
     // The memory tier refuses the entry (as in the bench's redisHit scenario): every lookup reads Redis.
     const memory = new MemoryStore({ maxBytes: 1024, maxEntryBytes: 256, telemetry });
     const tiers = new TieredStore(memory, store, () => null, telemetry);
-    const decider = new Decider({ chain: () => ({ reorgs: [] }), ttl: config.cache.ttl, stale: { staleIfErrorMs: config.cache.staleIfErrorMs, staleIfErrorMaxBlocks: config.cache.staleIfErrorMaxBlocks }, clock: Date.now });
+    const decider = new Decider({
+      chain: () => ({ reorgs: [] }),
+      ttl: config.cache.ttl,
+      stale: { staleIfErrorMs: config.cache.staleIfErrorMs, staleIfErrorMaxBlocks: config.cache.staleIfErrorMaxBlocks },
+      clock: Date.now,
+    });
     const lookups = new CacheLookups({ store: tiers, telemetry, decider });
     const ap = autoPipelining ? 'auto-pipelining on' : 'auto-pipelining off';
     variants[`getBuffer, ${ap}`] = () => client.getBuffer(KEY);
@@ -73,7 +84,10 @@ async function main(): Promise<void> {
       const found = lookups.memory(KEY);
       if (!found.entry) await lookups.shared(KEY);
     };
-    closers.push(() => client.quit(), () => tiers.close());
+    closers.push(
+      () => client.quit(),
+      () => tiers.close(),
+    );
   }
   const results: Record<string, Array<{ user: number; system: number }>> = {};
   for (let round = 0; round < ROUNDS; round++) {
@@ -82,7 +96,9 @@ async function main(): Promise<void> {
   for (const [name, runs] of Object.entries(results)) {
     const user = median(runs.map((r) => r.user));
     const system = median(runs.map((r) => r.system));
-    process.stdout.write(`${name.padEnd(48)} user ${user.toFixed(1).padStart(5)} µs  system ${system.toFixed(1).padStart(5)} µs  total ${(user + system).toFixed(1).padStart(5)} µs\n`);
+    process.stdout.write(
+      `${name.padEnd(48)} user ${user.toFixed(1).padStart(5)} µs  system ${system.toFixed(1).padStart(5)} µs  total ${(user + system).toFixed(1).padStart(5)} µs\n`,
+    );
   }
   for (const close of closers) await close();
   await redis.stop();

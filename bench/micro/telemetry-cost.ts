@@ -19,7 +19,13 @@ const served = { requestId: 'r', method: 'GET', route: 'tx_by_id', status: 200, 
 const registry = new Registry();
 const counter = new Counter({ name: 'c_total', help: 'h', labelNames: ['route', 'method', 'status', 'cache'], registers: [registry] });
 const lookups = new Counter({ name: 'l_total', help: 'h', labelNames: ['tier', 'class', 'result'], registers: [registry] });
-const histogram = new Histogram({ name: 'h_seconds', help: 'h', labelNames: ['route', 'cache'], registers: [registry], buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] });
+const histogram = new Histogram({
+  name: 'h_seconds',
+  help: 'h',
+  labelNames: ['route', 'cache'],
+  registers: [registry],
+  buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+});
 
 function time(run: () => void): number {
   const started = process.hrtime.bigint();
@@ -45,4 +51,11 @@ for (let round = 0; round < ROUNDS; round++) {
     }),
   );
 }
-console.log(JSON.stringify({ nsPerHitFolded: Math.round(median(folded)), nsPerHitPromClientLabels: Math.round(median(labelObjects)), iterations: ITERATIONS, rounds: ROUNDS }));
+console.log(
+  JSON.stringify({
+    nsPerHitFolded: Math.round(median(folded)),
+    nsPerHitPromClientLabels: Math.round(median(labelObjects)),
+    iterations: ITERATIONS,
+    rounds: ROUNDS,
+  }),
+);

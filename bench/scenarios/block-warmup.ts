@@ -32,7 +32,12 @@ const DELAYS = [0, LATER_MS] as const;
 
 const P = RECORDED.principal;
 /** What wallets and explorers ask under every tip (tip-class answers the fake serves). */
-const HOT = [`/extended/v1/address/${P}/transactions`, `/extended/v1/address/${P}/transactions?limit=5`, '/extended/v2/blocks/latest', `/extended/v1/contract/${RECORDED.contractId}/events`];
+const HOT = [
+  `/extended/v1/address/${P}/transactions`,
+  `/extended/v1/address/${P}/transactions?limit=5`,
+  '/extended/v2/blocks/latest',
+  `/extended/v1/contract/${RECORDED.contractId}/events`,
+];
 
 interface Variant {
   name: 'on' | 'off';
@@ -56,7 +61,6 @@ async function timed(url: string): Promise<{ ms: number; cache: string | null; s
   await response.arrayBuffer();
   return { ms: performance.now() - started, cache: response.headers.get('x-cache'), status: response.status };
 }
-
 
 async function oneBlock(variant: Variant, height: number, delayMs: number): Promise<void> {
   const { proxy } = variant;

@@ -74,9 +74,21 @@ export async function coldMiss({ options, upstream }: Context): Promise<Section>
           baseline: runs.direct,
           note: `p50 added ${ms(added)}; one miss = ${perMiss.length} upstream request(s)`,
         },
-        { scenario: s, name: `proxy, the same, connectionsPerUpstream ${NARROW_POOL} (the default before)`, run: runs.narrow, baseline: runs.direct, note: `p50 added ${ms(addedNarrow)}` },
+        {
+          scenario: s,
+          name: `proxy, the same, connectionsPerUpstream ${NARROW_POOL} (the default before)`,
+          run: runs.narrow,
+          baseline: runs.direct,
+          note: `p50 added ${ms(addedNarrow)}`,
+        },
         { scenario: s, name: `baseline: the fake upstream called directly, ${atRate}`, run: runs.directFixed },
-        { scenario: s, name: `bare node:http + undici forwarder, ${atRate}`, run: runs.forwardFixed, baseline: runs.directFixed, note: `p50 added ${ms(addedHop)}: the hop alone` },
+        {
+          scenario: s,
+          name: `bare node:http + undici forwarder, ${atRate}`,
+          run: runs.forwardFixed,
+          baseline: runs.directFixed,
+          note: `p50 added ${ms(addedHop)}: the hop alone`,
+        },
         {
           scenario: s,
           name: `proxy at its defaults, ${atRate}`,
@@ -93,7 +105,16 @@ export async function coldMiss({ options, upstream }: Context): Promise<Section>
           `former pool of ${NARROW_POOL} upstream connections, where misses also wait for a free connection. Latencies are per-response durations to 0.01 ms; p99 closed loop ` +
           `${runs.direct?.p99Ms} -> ${runs.proxy?.p99Ms} ms. The fake upstream shares CPU 1 with the load generator. 404s count as non-2xx, not errors. One cold miss sent the upstream: ${perMiss.join(', ')}.`,
       ],
-      data: { runs, addedP50Ms: added, addedP50MsNarrowPool: addedNarrow, addedP50MsFixedRate: addedFixed, addedP50MsForwarderFixedRate: addedHop, fixedRate: FIXED_RATE, fixedRateConnections: FIXED_RATE_CONNECTIONS, upstreamRequestsPerMiss: perMiss },
+      data: {
+        runs,
+        addedP50Ms: added,
+        addedP50MsNarrowPool: addedNarrow,
+        addedP50MsFixedRate: addedFixed,
+        addedP50MsForwarderFixedRate: addedHop,
+        fixedRate: FIXED_RATE,
+        fixedRateConnections: FIXED_RATE_CONNECTIONS,
+        upstreamRequestsPerMiss: perMiss,
+      },
     };
   } finally {
     upstream.setDelay(0);

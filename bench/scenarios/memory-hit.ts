@@ -30,7 +30,11 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
     ]);
     servers.push(baseline, info, everyHit, warn, limited);
     for (const proxy of [info, everyHit, warn, limited]) await fetch(proxy.url + HIT_PATH).then((r) => r.arrayBuffer());
-    const fullHead = await startNodeServer('bench/baselines/map-server.js', { BODY: hitBody.toString('base64'), HEADERS: JSON.stringify(await hitHead(info.url + HIT_PATH)) }, '/health');
+    const fullHead = await startNodeServer(
+      'bench/baselines/map-server.js',
+      { BODY: hitBody.toString('base64'), HEADERS: JSON.stringify(await hitHead(info.url + HIT_PATH)) },
+      '/health',
+    );
     servers.push(fullHead);
     const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid] }];
     const runs = await alternate(
@@ -59,10 +63,34 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
       id: 'memoryHit',
       rows: [
         { scenario: s, name: 'baseline: bare node:http from a Map (2 headers)', run: base },
-        { scenario: s, name: 'baseline 2: the same, with the whole head of a hit (13 headers)', run: full, baseline: base, note: 'the headers a hit must carry' },
-        { scenario: s, name: 'proxy, defaults (LOG_LEVEL=info, 1 hit in 100 logged)', run: runs.info, baseline: base, note: `vs baseline 2: ${rpsFull('info')}x req/s, ${cpuFull('info')}x CPU` },
-        { scenario: s, name: 'proxy, every hit logged (accessLog.hitsEvery 1)', run: runs.everyHit, baseline: base, note: `vs baseline 2: ${rpsFull('everyHit')}x req/s, ${cpuFull('everyHit')}x CPU` },
-        { scenario: s, name: 'proxy, LOG_LEVEL=warn (no access log)', run: runs.warn, baseline: base, note: `vs baseline 2: ${rpsFull('warn')}x req/s, ${cpuFull('warn')}x CPU` },
+        {
+          scenario: s,
+          name: 'baseline 2: the same, with the whole head of a hit (13 headers)',
+          run: full,
+          baseline: base,
+          note: 'the headers a hit must carry',
+        },
+        {
+          scenario: s,
+          name: 'proxy, defaults (LOG_LEVEL=info, 1 hit in 100 logged)',
+          run: runs.info,
+          baseline: base,
+          note: `vs baseline 2: ${rpsFull('info')}x req/s, ${cpuFull('info')}x CPU`,
+        },
+        {
+          scenario: s,
+          name: 'proxy, every hit logged (accessLog.hitsEvery 1)',
+          run: runs.everyHit,
+          baseline: base,
+          note: `vs baseline 2: ${rpsFull('everyHit')}x req/s, ${cpuFull('everyHit')}x CPU`,
+        },
+        {
+          scenario: s,
+          name: 'proxy, LOG_LEVEL=warn (no access log)',
+          run: runs.warn,
+          baseline: base,
+          note: `vs baseline 2: ${rpsFull('warn')}x req/s, ${cpuFull('warn')}x CPU`,
+        },
         { scenario: '7 feature cost', name: 'proxy, defaults, rate limiting on (memory budget)', run: runs.limited, baseline: base },
       ],
       findings: [

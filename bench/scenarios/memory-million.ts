@@ -53,7 +53,10 @@ const FILL_BOUND_MIB = 256;
 const SIZED_FLAGS = heapFlagsToAdd(heapSizingFor(FILL_BOUND_MIB * 2 ** 20, null), []);
 
 function fill(entries: number, flags: string[]): Promise<FillSummary> {
-  return runJsonChild<FillSummary>('bench/memory-fill.js', { flags: ['--expose-gc', ...flags], env: { ENTRIES: String(entries), MAX_BYTES: String(FILL_BOUND_MIB * 2 ** 20) } });
+  return runJsonChild<FillSummary>('bench/memory-fill.js', {
+    flags: ['--expose-gc', ...flags],
+    env: { ENTRIES: String(entries), MAX_BYTES: String(FILL_BOUND_MIB * 2 ** 20) },
+  });
 }
 
 const fillNote = (f: FillSummary): string =>
@@ -101,7 +104,11 @@ export async function memoryMillion({ options }: Context): Promise<Section> {
   const flood = options.quick ? undefined : await floodThroughHttp(seconds, options.connections);
   const floodPart = flood
     ? floodReport(flood, seconds)
-    : { entries: 0, rows: [{ scenario: '5 memory', name: 'distinct small answers through HTTP', note: 'skipped with --quick (npm run bench:memory runs it alone)' }], findings: [] };
+    : {
+        entries: 0,
+        rows: [{ scenario: '5 memory', name: 'distinct small answers through HTTP', note: 'skipped with --quick (npm run bench:memory runs it alone)' }],
+        findings: [],
+      };
   return {
     id: 'memoryMillion',
     rows: [

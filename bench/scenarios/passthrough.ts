@@ -58,7 +58,9 @@ async function assertPassthrough(proxyUrl: string): Promise<void> {
     const response = await fetch(proxyUrl + call.path, { method: call.method, headers: call.headers, body: call.body });
     await response.arrayBuffer();
     if (response.status !== 200 || response.headers.get('x-cache') !== 'BYPASS') {
-      throw new Error(`passthrough bench: ${call.method} ${call.path} answered ${response.status}, X-Cache ${response.headers.get('x-cache')}; expected 200 BYPASS`);
+      throw new Error(
+        `passthrough bench: ${call.method} ${call.path} answered ${response.status}, X-Cache ${response.headers.get('x-cache')}; expected 200 BYPASS`,
+      );
     }
   }
 }
@@ -69,7 +71,11 @@ interface Trio {
   proxy?: Run;
 }
 
-const trio = (runs: Record<string, Run>, method: string): Trio => ({ direct: runs[`${method}Direct`], forward: runs[`${method}Forward`], proxy: runs[`${method}Proxy`] });
+const trio = (runs: Record<string, Run>, method: string): Trio => ({
+  direct: runs[`${method}Direct`],
+  forward: runs[`${method}Forward`],
+  proxy: runs[`${method}Proxy`],
+});
 
 const added = (run: Run | undefined, direct: Run | undefined): string => `p50 ${ms(addedP50(run, direct))}, p99 ${ms(addedP99(run, direct))} over direct`;
 
@@ -77,7 +83,13 @@ function fixedRateRows(scenario: string, what: string, load: string, t: Trio): R
   return [
     { scenario, name: `baseline: the fake upstream called directly, ${what}, ${load}`, run: t.direct },
     { scenario, name: `baseline: bare node:http + undici forwarder, ${what}, ${load}`, run: t.forward, note: `${added(t.forward, t.direct)}: the hop alone` },
-    { scenario, name: `proxy passthrough, ${what}, ${load}`, run: t.proxy, baseline: t.forward, note: `${added(t.proxy, t.direct)}; CPU ${cpuRatio(t.proxy, t.forward)} the forwarder's` },
+    {
+      scenario,
+      name: `proxy passthrough, ${what}, ${load}`,
+      run: t.proxy,
+      baseline: t.forward,
+      note: `${added(t.proxy, t.direct)}; CPU ${cpuRatio(t.proxy, t.forward)} the forwarder's`,
+    },
   ];
 }
 
@@ -94,7 +106,8 @@ function closedLoopRows(scenario: string, what: string, load: string, t: Trio): 
   ];
 }
 
-const reqRatio = (run: Run | undefined, base: Run | undefined): string => (run && base?.requestsPerSecond ? `${(run.requestsPerSecond / base.requestsPerSecond).toFixed(2)}x` : '?');
+const reqRatio = (run: Run | undefined, base: Run | undefined): string =>
+  run && base?.requestsPerSecond ? `${(run.requestsPerSecond / base.requestsPerSecond).toFixed(2)}x` : '?';
 
 function finding(what: string, atRate: string, fixed: Trio, closed: Trio, connections: number): string {
   return (

@@ -28,12 +28,20 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     ]);
     servers.push(baseline, unpipelined, proxy, limited);
     for (const p of [proxy, limited]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
-    const fullHead = await startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: JSON.stringify(await hitHead(proxy.url + HIT_PATH)) }, '/health');
+    const fullHead = await startNodeServer(
+      'bench/baselines/redis-get-server.js',
+      { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: JSON.stringify(await hitHead(proxy.url + HIT_PATH)) },
+      '/health',
+    );
     servers.push(fullHead);
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });
     const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid] }];
     const bare = (s: Server) => [{ url: s.url + '/x', pids: [s.pid] }];
-    const runs = await alternate('redis hit', { baseline: bare(baseline), fullHead: bare(fullHead), unpipelined: bare(unpipelined), proxy: hit(proxy), limited: hit(limited) }, options);
+    const runs = await alternate(
+      'redis hit',
+      { baseline: bare(baseline), fullHead: bare(fullHead), unpipelined: bare(unpipelined), proxy: hit(proxy), limited: hit(limited) },
+      options,
+    );
     const redisHits = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' }) - before;
     const base = runs.baseline;
     const s = '2 Redis hit';
@@ -41,9 +49,21 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
       id: 'redisHit',
       rows: [
         { scenario: s, name: 'baseline: bare node:http + one ioredis getBuffer (auto-pipelining on)', run: base },
-        { scenario: s, name: 'baseline 2: the same, with the whole head of a hit (13 headers)', run: runs.fullHead, baseline: base, note: 'the headers a hit must carry' },
+        {
+          scenario: s,
+          name: 'baseline 2: the same, with the whole head of a hit (13 headers)',
+          run: runs.fullHead,
+          baseline: base,
+          note: 'the headers a hit must carry',
+        },
         { scenario: s, name: 'bare node:http + one ioredis getBuffer, auto-pipelining off', run: runs.unpipelined, baseline: base },
-        { scenario: s, name: 'proxy, Redis-tier hit (memory tier refuses the entry)', run: runs.proxy, baseline: base, note: `${redisHits.toLocaleString('en-US')} Redis hits counted by the proxy; vs baseline 2: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU` },
+        {
+          scenario: s,
+          name: 'proxy, Redis-tier hit (memory tier refuses the entry)',
+          run: runs.proxy,
+          baseline: base,
+          note: `${redisHits.toLocaleString('en-US')} Redis hits counted by the proxy; vs baseline 2: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU`,
+        },
         { scenario: '7 feature cost', name: 'proxy, Redis-tier hit, rate limiting on (Redis budget)', run: runs.limited, baseline: base },
       ],
       findings: [

@@ -125,7 +125,12 @@ export async function tipLatency({ options }: Context): Promise<Section> {
         `Tip latency (a block every ${BLOCK_GAP_MS.min / 1000}-${BLOCK_GAP_MS.max / 1000} s, ${blocks} blocks): push ${ms(p.p50Ms)} p50 / ${ms(p.p95Ms)} p95 (target p50 <= 150 ms), polling alone ${ms(q.p50Ms)} p50 / ${ms(q.p95Ms)} p95; ` +
           `upstream requests per block: push ${p.upstreamPerBlock} (${p.tipPollsPerBlock} tip polls) against ${q.upstreamPerBlock} (${q.tipPollsPerBlock}) polling alone.`,
       ],
-      data: { blocks, blockGapMs: BLOCK_GAP_MS, figures, latencies: Object.fromEntries(variants.map((v) => [v.id, v.latencies.map((l) => Math.round(l * 10) / 10)])) },
+      data: {
+        blocks,
+        blockGapMs: BLOCK_GAP_MS,
+        figures,
+        latencies: Object.fromEntries(variants.map((v) => [v.id, v.latencies.map((l) => Math.round(l * 10) / 10)])),
+      },
     };
   } finally {
     for (const child of children) await stopChild(child.child);

@@ -25,7 +25,18 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stopChild } from '../../testkit/index.js';
-import { ClientMix, familyOf, judgeExchanges, servedFigures, startSurfaceUpstream, startUrlCache, type Exchange, type OracleVerdict, type SendStats, type CountedRequest } from '../../testkit/surface-upstream/index.js';
+import {
+  ClientMix,
+  familyOf,
+  judgeExchanges,
+  servedFigures,
+  startSurfaceUpstream,
+  startUrlCache,
+  type Exchange,
+  type OracleVerdict,
+  type SendStats,
+  type CountedRequest,
+} from '../../testkit/surface-upstream/index.js';
 import { baselineBuild } from '../lib/baseline-build.js';
 import { ROOT, startProxy } from '../lib/proc.js';
 import type { Row, Section } from '../lib/report.js';
@@ -72,12 +83,23 @@ function quantile(values: number[], q: number): number {
 }
 
 async function runVariant(variant: Variant, label: string, root: string | undefined, seconds: number, wallets: number): Promise<VariantResult> {
-  const upstream = await startSurfaceUpstream({ seed: 'wallet-mix', wallets, bots: 30, blockEveryMs: BLOCK_EVERY_MS, backgroundTxEveryMs: BACKGROUND_TX_EVERY_MS, historyMs: (seconds + 60) * 1000, deprecatedGone: process.env.WALLET_MIX_DEPRECATED_GONE === '1' });
+  const upstream = await startSurfaceUpstream({
+    seed: 'wallet-mix',
+    wallets,
+    bots: 30,
+    blockEveryMs: BLOCK_EVERY_MS,
+    backgroundTxEveryMs: BACKGROUND_TX_EVERY_MS,
+    historyMs: (seconds + 60) * 1000,
+    deprecatedGone: process.env.WALLET_MIX_DEPRECATED_GONE === '1',
+  });
   // `revalidation`: this checkout with principal activity off (no broadcast marks, block learning
   // or mempool watcher): the route families and the upstream's ETags alone, to measure what
   // activity adds against revalidation alone (issue 15, "Beyond revalidation").
   const config = variant === 'revalidation' ? { activity: { enabled: false } } : undefined;
-  const proxy = variant === 'direct' || variant === 'url-cache' ? undefined : await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn', ...(root ? { root } : {}), ...(config ? { config } : {}) });
+  const proxy =
+    variant === 'direct' || variant === 'url-cache'
+      ? undefined
+      : await startProxy({ upstreamUrl: upstream.url, logLevel: 'warn', ...(root ? { root } : {}), ...(config ? { config } : {}) });
   const urlCache = variant === 'url-cache' ? await startUrlCache(upstream.url) : undefined;
   try {
     const mix = new ClientMix({
@@ -104,7 +126,14 @@ async function runVariant(variant: Variant, label: string, root: string | undefi
   }
 }
 
-function summarise(variant: Variant, label: string, exchanges: Exchange[], sends: SendStats, received: CountedRequest[], verdict: OracleVerdict): VariantResult {
+function summarise(
+  variant: Variant,
+  label: string,
+  exchanges: Exchange[],
+  sends: SendStats,
+  received: CountedRequest[],
+  verdict: OracleVerdict,
+): VariantResult {
   const served = servedFigures(exchanges);
   const clients = exchanges.length;
   const upstreamByFamily = new Map<string, number>();
@@ -131,7 +160,9 @@ function summarise(variant: Variant, label: string, exchanges: Exchange[], sends
     const own = servedFigures(exchanges.filter((e) => e.actor === actor));
     actors[actor] = { clients: own.clients, fromCache: own.fromCache, revalidated: own.revalidated };
   }
-  const examples = verdict.mismatches.slice(0, 5).map((m) => `${m.kind}${m.older ? '/older' : ''} ${m.exchange.method} ${m.exchange.url.slice(0, 90)} → ${m.exchange.status}`);
+  const examples = verdict.mismatches
+    .slice(0, 5)
+    .map((m) => `${m.kind}${m.older ? '/older' : ''} ${m.exchange.method} ${m.exchange.url.slice(0, 90)} → ${m.exchange.status}`);
   return {
     variant,
     label,
@@ -152,8 +183,14 @@ function summarise(variant: Variant, label: string, exchanges: Exchange[], sends
       examples,
     },
     sends,
-    p50Ms: quantile(exchanges.map((e) => e.tRecv - e.tSend), 0.5),
-    p99Ms: quantile(exchanges.map((e) => e.tRecv - e.tSend), 0.99),
+    p50Ms: quantile(
+      exchanges.map((e) => e.tRecv - e.tSend),
+      0.5,
+    ),
+    p99Ms: quantile(
+      exchanges.map((e) => e.tRecv - e.tSend),
+      0.99,
+    ),
     families,
     actors,
     otherSamples: [...new Set(received.filter((r) => r.family === 'other').map((r) => `${r.method} ${r.url.split('?')[0]}`))].slice(0, 5),
@@ -163,7 +200,9 @@ function summarise(variant: Variant, label: string, exchanges: Exchange[], sends
 function headline(r: VariantResult): string {
   return (
     `${r.label}: ${r.clients.toLocaleString('en-US')} client requests (${r.failed} failed); served without a full upstream fetch ${pct(r.fromCache, r.clients)}% ` +
-    `(${Object.entries(r.actors).map(([a, f]) => `${a}s ${pct(f.fromCache, f.clients)}%`).join(', ')}), revalidated by 304 ${pct(r.revalidated, r.clients)}%; upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests ` +
+    `(${Object.entries(r.actors)
+      .map(([a, f]) => `${a}s ${pct(f.fromCache, f.clients)}%`)
+      .join(', ')}), revalidated by 304 ${pct(r.revalidated, r.clients)}%; upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests ` +
     `(${per1000(r.upstreamNotModified, r.clients)} answered 304, ${per1000(r.tipPolls, r.clients)} tip polls); oracle: ${r.verdict.checked} judged, ${r.verdict.staleBodies} stale or different bodies ` +
     `(${r.verdict.olderBodies} older upstream answers), ${r.verdict.wrongStatus} wrong statuses; sends ${r.sends.accepted}/${r.sends.broadcasts} accepted, ${r.sends.staleNonces} stale nonces after own broadcast, ${r.sends.badNonce} rejected for a bad nonce`
   );
@@ -194,17 +233,24 @@ export async function walletMix({ options }: Context): Promise<Section> {
   const results: VariantResult[] = [];
   for (const variant of variants) {
     if (variant === 'baseline') {
-      const root = process.argv.find((a) => a.startsWith('--baseline-dir='))?.slice('--baseline-dir='.length) ?? process.env.BENCH_BASELINE_DIR ?? baselineBuild(baselineCommit);
+      const root =
+        process.argv.find((a) => a.startsWith('--baseline-dir='))?.slice('--baseline-dir='.length) ??
+        process.env.BENCH_BASELINE_DIR ??
+        baselineBuild(baselineCommit);
       results.push(await runVariant(variant, `proxy at ${baselineCommit}${baselineCommit === 'ab10517' ? ' (before issue 15)' : ''}`, root, seconds, wallets));
     } else if (variant === 'proxy') results.push(await runVariant(variant, 'proxy (this checkout)', undefined, seconds, wallets));
-    else if (variant === 'revalidation') results.push(await runVariant(variant, 'proxy (this checkout), principal activity off: revalidation alone', undefined, seconds, wallets));
+    else if (variant === 'revalidation')
+      results.push(await runVariant(variant, 'proxy (this checkout), principal activity off: revalidation alone', undefined, seconds, wallets));
     else if (variant === 'url-cache') results.push(await runVariant(variant, 'wrong on purpose: caching by URL for 30 s', undefined, seconds, wallets));
     else results.push(await runVariant(variant, 'direct to the upstream', undefined, seconds, wallets));
   }
   const table = familyTable(results);
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'wallet-mix.md'), `# wallet-mix: ${wallets} wallets, ${seconds} s, a block every ${BLOCK_EVERY_MS / 1000} s\n\n${results.map((r) => `- ${headline(r)}`).join('\n')}\n\n${table}\n`);
+  writeFileSync(
+    join(dir, 'wallet-mix.md'),
+    `# wallet-mix: ${wallets} wallets, ${seconds} s, a block every ${BLOCK_EVERY_MS / 1000} s\n\n${results.map((r) => `- ${headline(r)}`).join('\n')}\n\n${table}\n`,
+  );
   const rows: Row[] = results.map((r) => ({
     scenario: '9 wallet mix',
     name: r.label,
@@ -214,7 +260,10 @@ export async function walletMix({ options }: Context): Promise<Section> {
   return {
     id: 'walletMix',
     rows,
-    findings: [...results.map(headline), 'Per route family (clients, % from cache, % 304, upstream requests per 1,000 client requests, oracle mismatches): bench/results/wallet-mix.md.'],
+    findings: [
+      ...results.map(headline),
+      'Per route family (clients, % from cache, % 304, upstream requests per 1,000 client requests, oracle mismatches): bench/results/wallet-mix.md.',
+    ],
     data: { seconds, wallets, blockEveryMs: BLOCK_EVERY_MS, timeScale: TIME_SCALE, windowMs: WINDOW_MS, results },
   };
 }

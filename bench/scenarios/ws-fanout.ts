@@ -49,7 +49,13 @@ const percentile = (values: number[], p: number): number => {
 const round2 = (n: number): number => Math.round(n * 100) / 100;
 
 /** Opens a client and subscribes it; resolves once the proxy (or the upstream through it) replied. */
-async function subscribed(url: string, params: Record<string, unknown>, sentAt: Map<number, number>, latencies: number[], closed: { count: number }): Promise<Client> {
+async function subscribed(
+  url: string,
+  params: Record<string, unknown>,
+  sentAt: Map<number, number>,
+  latencies: number[],
+  closed: { count: number },
+): Promise<Client> {
   const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/extended/v1/ws`);
   const client: Client = { ws, got: new Set() };
   let replied: () => void = () => undefined;
@@ -89,7 +95,9 @@ async function runVariant(fanout: boolean, rounds: number): Promise<Figures> {
     const addresses = deriveWallets('ws-fanout-bench', 'watched', ADDRESS_CLIENTS).map((wallet) => wallet.address);
     // Connected in batches: a burst of 250 handshakes at once is not what is measured.
     for (let i = 0; i < BLOCK_CLIENTS; i += 25) {
-      clients.push(...(await Promise.all(Array.from({ length: Math.min(25, BLOCK_CLIENTS - i) }, () => subscribed(url, { event: 'block' }, sentAt, latencies, closed)))));
+      clients.push(
+        ...(await Promise.all(Array.from({ length: Math.min(25, BLOCK_CLIENTS - i) }, () => subscribed(url, { event: 'block' }, sentAt, latencies, closed)))),
+      );
     }
     const addressClients = await Promise.all(addresses.map((address) => subscribed(url, { event: 'address_tx_update', address }, sentAt, latencies, closed)));
     clients.push(...addressClients);
@@ -107,7 +115,12 @@ async function runVariant(fanout: boolean, rounds: number): Promise<Figures> {
         const addressSeq = seq++;
         addressSeqs.get(address)?.push(addressSeq);
         sentAt.set(addressSeq, performance.now());
-        upstream.rpc.publish('address_tx_update', { bench_seq: addressSeq, address, tx_id: `0x${addressSeq.toString(16).padStart(64, '0')}`, tx_status: 'success' });
+        upstream.rpc.publish('address_tx_update', {
+          bench_seq: addressSeq,
+          address,
+          tx_id: `0x${addressSeq.toString(16).padStart(64, '0')}`,
+          tx_status: 'success',
+        });
       }
       await sleep(ROUND_MS);
     }
@@ -115,7 +128,9 @@ async function runVariant(fanout: boolean, rounds: number): Promise<Figures> {
     const delivered = () => clients.reduce((sum, client) => sum + client.got.size, 0);
     await waitFor(async () => delivered() >= expected, { timeoutMs: 5_000, what: 'every notification delivered' }).catch(() => undefined);
     const blockClientsComplete = clients.slice(0, BLOCK_CLIENTS).every((client) => blockSeqs.every((s) => client.got.has(s)));
-    const addressClientsComplete = addressClients.every((client, i) => (addressSeqs.get(addresses[i] as string) ?? []).every((s) => client.got.has(s)) && client.got.size === rounds);
+    const addressClientsComplete = addressClients.every(
+      (client, i) => (addressSeqs.get(addresses[i] as string) ?? []).every((s) => client.got.has(s)) && client.got.size === rounds,
+    );
     return {
       upstreamConnections: upstream.rpc.connections,
       upstreamConnectionsOpened: upstream.rpc.connectionsOpened,

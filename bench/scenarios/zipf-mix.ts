@@ -34,7 +34,10 @@ export async function zipfMix({ options, upstream }: Context): Promise<Section> 
   let firstSightings = 0;
   // Filled only while measuring: every client answer by route, class and X-Cache.
   let breakdown: MixBreakdown | undefined;
-  interface Asked { path?: string; first?: boolean }
+  interface Asked {
+    path?: string;
+    first?: boolean;
+  }
   const requests: autocannon.Request[] = [
     {
       method: 'GET',
@@ -104,7 +107,14 @@ export async function zipfMix({ options, upstream }: Context): Promise<Section> 
         {
           scenario: s,
           name: `proxy, ${urls.length.toLocaleString('en-US')} URLs, Zipf s=1, block every 5 s`,
-          run: { requestsPerSecond: Math.round(result.requests.average), p50Ms: result.latency.p50, p99Ms: result.latency.p99, errors: result.errors + result.timeouts, non2xx: result.non2xx, requests: result.requests.total },
+          run: {
+            requestsPerSecond: Math.round(result.requests.average),
+            p50Ms: result.latency.p50,
+            p99Ms: result.latency.p99,
+            errors: result.errors + result.timeouts,
+            non2xx: result.non2xx,
+            requests: result.requests.total,
+          },
           note:
             `${rateNote}hit ${hitRatio}%, ${perThousand(fetched.length)} upstream req per 1,000 (${perThousand(conditional)} conditional, ${perThousand(notModified)} answered 304), ` +
             `${withoutUpstream}% without upstream; ${perThousand(firstAsked)} per 1,000 asked for the first time (${warmShare}% without them); tip polls ${perThousand(tipPolls)} per 1,000 (not counted)`,

@@ -16,7 +16,10 @@ export class Cleanup {
     this.running ??= (async () => {
       for (const step of [...this.steps].reverse()) {
         const outcome = await Promise.race([
-          step.run().then(() => 'done', (error: unknown) => `failed: ${(error as Error).message}`),
+          step.run().then(
+            () => 'done',
+            (error: unknown) => `failed: ${(error as Error).message}`,
+          ),
           sleep(CLEANUP_STEP_LIMIT_MS).then(() => 'timed out'),
         ]);
         if (outcome !== 'done') process.stderr.write(`clean-up: ${step.name} ${outcome}\n`);

@@ -199,7 +199,14 @@ export class TrafficMix {
 
   /** A signed transfer broadcast through the main instance: decoded, and its touch announced to the peer over Redis. */
   private async broadcast(): Promise<void> {
-    const tx = await makeSTXTokenTransfer({ recipient: BROADCAST_RECIPIENT, amount: 1n, senderKey: BROADCAST_KEY, network: 'testnet', fee: 200n, nonce: BigInt(this.rounds) });
+    const tx = await makeSTXTokenTransfer({
+      recipient: BROADCAST_RECIPIENT,
+      amount: 1n,
+      senderKey: BROADCAST_KEY,
+      network: 'testnet',
+      fee: 200n,
+      nonce: BigInt(this.rounds),
+    });
     const response = await fetch(`${this.main.url}/v2/transactions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

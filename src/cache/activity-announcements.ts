@@ -60,7 +60,11 @@ export class ActivityAnnouncements {
     for (const chunk of principals === null ? [null] : chunks(principals, MAX_PRINCIPALS_PER_MESSAGE)) {
       const message: Announcement = { from: this.id, principals: chunk };
       this.deps.telemetry.activityAnnounced('sent');
-      sent.push(this.deps.publish(activityChannelName(this.deps.keyPrefix), JSON.stringify(message)).catch((error: unknown) => this.deps.telemetry.storeError('redis', 'publish', error)));
+      sent.push(
+        this.deps
+          .publish(activityChannelName(this.deps.keyPrefix), JSON.stringify(message))
+          .catch((error: unknown) => this.deps.telemetry.storeError('redis', 'publish', error)),
+      );
     }
     return Promise.all(sent).then(() => undefined);
   }

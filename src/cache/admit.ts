@@ -35,9 +35,7 @@ export interface PassedOn {
  * at its height: worth one check (the tracker's) and a second admission.
  */
 export type Admission =
-  | { kind: 'entry'; entry: CacheEntry; unverified?: BlockRef }
-  | { kind: 'pass-on'; passed: PassedOn }
-  | { kind: 'failure'; error: UpstreamError };
+  { kind: 'entry'; entry: CacheEntry; unverified?: BlockRef } | { kind: 'pass-on'; passed: PassedOn } | { kind: 'failure'; error: UpstreamError };
 
 export interface AdmitInput {
   freshness: FreshnessRules;
@@ -72,7 +70,10 @@ export function bodyEtag(body: Buffer): string {
 const isStrongEtag = (etag: string | undefined): etag is string => etag !== undefined && etag.startsWith('"');
 
 export function passOn(response: UpstreamResponse): Admission & { kind: 'pass-on' } {
-  return { kind: 'pass-on', passed: { status: response.status, body: response.body, headers: forwardedHeaders(response, ['cache-control', 'location', 'etag']) } };
+  return {
+    kind: 'pass-on',
+    passed: { status: response.status, body: response.body, headers: forwardedHeaders(response, ['cache-control', 'location', 'etag']) },
+  };
 }
 
 /** Class, validation time and the tip it was validated under. */

@@ -248,9 +248,7 @@ function purgedByReorg(entry: CacheEntry, reorgs: readonly ReorgRecord[]): boole
   // Records are in time order: an entry validated after the last one is untouched (the hit path).
   const last = reorgs[reorgs.length - 1];
   if (!last || entry.validatedAt >= last.at) return false;
-  return reorgs.some(
-    (r) => r.at > entry.validatedAt && (entry.cls !== 'final' || entry.height === undefined || entry.height > r.forkHeight),
-  );
+  return reorgs.some((r) => r.at > entry.validatedAt && (entry.cls !== 'final' || entry.height === undefined || entry.height > r.forkHeight));
 }
 
 /**

@@ -137,7 +137,11 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
     case 'tx': {
       const id = selector.txId;
       const g = escapeGlob(id);
-      const surface = surfaceAbout(base, glob, [normalTx(id)].filter(defined).map((value) => ({ kind: 't' as const, value })));
+      const surface = surfaceAbout(
+        base,
+        glob,
+        [normalTx(id)].filter(defined).map((value) => ({ kind: 't' as const, value })),
+      );
       return {
         patterns: [
           ...surface.patterns,
@@ -172,7 +176,11 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
       const p = selector.principal;
       const g = escapeGlob(p);
       const v1 = `/extended/v1/address/${p}/`;
-      const surface = surfaceAbout(base, glob, [normalPrincipal(p)].filter(defined).map((value) => ({ kind: 'p' as const, value })));
+      const surface = surfaceAbout(
+        base,
+        glob,
+        [normalPrincipal(p)].filter(defined).map((value) => ({ kind: 'p' as const, value })),
+      );
       return {
         patterns: [
           ...surface.patterns,
@@ -200,7 +208,11 @@ export function purgeMatcher(prefix: string, selector: PurgeSelector): PurgeMatc
       const keys = new Set([...[...blockPaths].map((path) => `${base}block:${path}`), ...[...burnPaths].map((path) => `${base}block_by_burn_height:${path}`)]);
       // The 13 routes' block entries are exact keys; the surface's (block transactions, signer signatures, v1 lookups) are found by their subject.
       const refs = [...new Set(selector.refs.map(normalBlockRef).filter(defined))];
-      const surface = surfaceAbout(base, glob, refs.map((value) => ({ kind: 'b' as const, value })));
+      const surface = surfaceAbout(
+        base,
+        glob,
+        refs.map((value) => ({ kind: 'b' as const, value })),
+      );
       return { keys: [...keys], patterns: surface.patterns, matches: (key) => keys.has(key) || (!key.endsWith(':lock') && surface.matches(key)) };
     }
   }

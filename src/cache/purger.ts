@@ -39,9 +39,7 @@ export class Purger {
   /** Purges asked of this instance, and announced by others and applied here. */
   readonly counts = { local: 0, fromPeers: 0 };
 
-  constructor(
-    private readonly deps: { memory: MemoryStore; redis?: PurgeableRedis; keyPrefix: string; telemetry?: Telemetry },
-  ) {
+  constructor(private readonly deps: { memory: MemoryStore; redis?: PurgeableRedis; keyPrefix: string; telemetry?: Telemetry }) {
     this.telemetry = deps.telemetry ?? noopTelemetry;
   }
 

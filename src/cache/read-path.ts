@@ -31,10 +31,7 @@ export type { PassedOn } from './admit.js';
 export type CacheStatus = 'HIT' | 'MISS' | 'REVALIDATED' | 'STALE' | 'BYPASS';
 
 /** What a read produced: a (possibly just stored) entry, or an upstream answer passed on. */
-export type ReadResult = (
-  | { cacheStatus: Exclude<CacheStatus, 'BYPASS'>; entry: CacheEntry }
-  | { cacheStatus: 'BYPASS'; passed: PassedOn }
-) & {
+export type ReadResult = ({ cacheStatus: Exclude<CacheStatus, 'BYPASS'>; entry: CacheEntry } | { cacheStatus: 'BYPASS'; passed: PassedOn }) & {
   /** Seconds spent waiting for the upstream, when this request caused a fetch. */
   upstreamSeconds?: number;
 };

@@ -165,9 +165,7 @@ export class RedisStore implements CacheStore, SharedLock {
 
   async set(key: string, entry: CacheEntry, retainMs: number | null): Promise<void> {
     const bytes = encodeEntry(entry);
-    await this.timed('set', () =>
-      retainMs === null ? this.client.set(key, bytes) : this.client.set(key, bytes, 'PX', Math.max(1, Math.round(retainMs))),
-    );
+    await this.timed('set', () => (retainMs === null ? this.client.set(key, bytes) : this.client.set(key, bytes, 'PX', Math.max(1, Math.round(retainMs)))));
   }
 
   async delete(key: string): Promise<void> {

@@ -106,7 +106,12 @@ export class TxListReader {
 
     const forwarded = new Map(request.forwardedQuery);
     forwarded.delete('tx_id');
-    const { response, admission, upstreamSeconds } = await this.fetchMissing(route, missing, { canonical: queryText, forwarded: serializeQuery(forwarded) }, context);
+    const { response, admission, upstreamSeconds } = await this.fetchMissing(
+      route,
+      missing,
+      { canonical: queryText, forwarded: serializeQuery(forwarded) },
+      context,
+    );
     // admitList made sure the answer holds exactly the missing ids: nothing else is stored.
     if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
     for (const [id, entry] of admission.members) {
@@ -152,7 +157,11 @@ export class TxListReader {
     const withQuery = (text: string) => (text ? `${list}&${text}` : list);
     const path = withQuery(query.forwarded);
     const generation = this.deps.decider.activityGeneration();
-    return this.flights.run(`${withQuery(query.canonical)}\u0000${generation}`, () => this.fetch(route, path, missing, context), () => this.deps.telemetry.singleflightJoined(route.id));
+    return this.flights.run(
+      `${withQuery(query.canonical)}\u0000${generation}`,
+      () => this.fetch(route, path, missing, context),
+      () => this.deps.telemetry.singleflightJoined(route.id),
+    );
   }
 
   private async fetch(route: RouteSpec, path: string, askedIds: readonly string[], context: ReadContext): Promise<Fetched> {

@@ -75,8 +75,7 @@ export type BlockTouches =
  * block, so what was learned about principals' state before it is void; their transactions' is not).
  */
 export type TipOutcome =
-  | { kind: 'learn'; block: TipRef; epoch: number; burnBlock?: true }
-  | { kind: 'void'; why: 'first' | 'reorg' | 'gap' | 'no_burn_height' | 'same_height' };
+  { kind: 'learn'; block: TipRef; epoch: number; burnBlock?: true } | { kind: 'void'; why: 'first' | 'reorg' | 'gap' | 'no_burn_height' | 'same_height' };
 
 export type LearnOutcome = 'learned' | 'unknown' | 'outdated';
 
@@ -189,7 +188,8 @@ export class PrincipalActivity implements ActivityView {
     }
     if (poll.kind === 'unknown') this.unknownMempoolChangeSeenAt = Math.max(this.unknownMempoolChangeSeenAt, poll.endedAt);
     if (poll.kind === 'changed') {
-      for (const principal of poll.principals) this.mark(principal, (marks) => (marks.mempoolSeenAt = Math.max(marks.mempoolSeenAt ?? poll.endedAt, poll.endedAt)));
+      for (const principal of poll.principals)
+        this.mark(principal, (marks) => (marks.mempoolSeenAt = Math.max(marks.mempoolSeenAt ?? poll.endedAt, poll.endedAt)));
     }
     this.lastMempoolPollAt = poll.startedAt;
   }

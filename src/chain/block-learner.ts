@@ -110,7 +110,10 @@ export class BlockLearner {
     if (!HASH.test(tip.indexBlockHash)) throw new Unknown('the tip has no index block hash to ask by');
     const txs = await this.transactions(tip, origin);
     try {
-      this.deps.onTransactions?.(tip, txs.map((tx) => tx.tx_id));
+      this.deps.onTransactions?.(
+        tip,
+        txs.map((tx) => tx.tx_id),
+      );
     } catch {
       // The warm-up's fault is not the learner's.
     }
@@ -150,7 +153,8 @@ export class BlockLearner {
     const withEvents = txs.filter((tx) => typeof tx.event_count === 'number' && tx.event_count > 0);
     if (withEvents.length === 0) return;
     const requests = Math.ceil(withEvents.length / TXS_PER_EVENT_REQUEST);
-    if (requests > this.deps.settings.maxEventRequests) throw new Unknown(`events of ${withEvents.length} transactions take more than ${this.deps.settings.maxEventRequests} requests`);
+    if (requests > this.deps.settings.maxEventRequests)
+      throw new Unknown(`events of ${withEvents.length} transactions take more than ${this.deps.settings.maxEventRequests} requests`);
     for (let i = 0; i < withEvents.length; i += TXS_PER_EVENT_REQUEST) {
       const batch = withEvents.slice(i, i + TXS_PER_EVENT_REQUEST);
       const ids = batch.map((tx) => {

@@ -74,10 +74,14 @@ function payloadPrincipals(tx: StacksTransactionWire, origin: string): string[] 
 function postConditionPrincipals(tx: StacksTransactionWire): string[] {
   const principals: string[] = [];
   for (const condition of tx.postConditions.values) {
-    const principal = (condition as { principal?: { prefix: PostConditionPrincipalId; address?: Parameters<typeof addressToString>[0]; contractName?: { content: string } } }).principal;
+    const principal = (
+      condition as { principal?: { prefix: PostConditionPrincipalId; address?: Parameters<typeof addressToString>[0]; contractName?: { content: string } } }
+    ).principal;
     if (!principal?.address) continue;
     const address = addressToString(principal.address);
-    principals.push(principal.prefix === PostConditionPrincipalId.Contract && principal.contractName ? `${address}.${principal.contractName.content}` : address);
+    principals.push(
+      principal.prefix === PostConditionPrincipalId.Contract && principal.contractName ? `${address}.${principal.contractName.content}` : address,
+    );
   }
   return principals;
 }

@@ -28,11 +28,7 @@ export class TipHistory {
 }
 
 /** The new tip extends the old one when the old tip is still the canonical block at its height. */
-export async function extendsTip(
-  previous: { height: number; indexBlockHash: string },
-  nextHeight: number,
-  canonicalHashAt: CanonicalHashAt,
-): Promise<boolean> {
+export async function extendsTip(previous: { height: number; indexBlockHash: string }, nextHeight: number, canonicalHashAt: CanonicalHashAt): Promise<boolean> {
   if (nextHeight <= previous.height) return false;
   return (await canonicalHashAt(previous.height)) === previous.indexBlockHash;
 }

@@ -248,10 +248,13 @@ export class ChainTipTracker {
   private schedule(origin: string): void {
     if (this.stopped || !this.started) return;
     clearTimeout(this.timers.get(origin));
-    const timer = setTimeout(() => {
-      this.timers.delete(origin);
-      void this.pollUpstream(origin).then(() => this.schedule(origin));
-    }, this.intervalFor?.(origin) ?? this.settings.pollIntervalMs);
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(origin);
+        void this.pollUpstream(origin).then(() => this.schedule(origin));
+      },
+      this.intervalFor?.(origin) ?? this.settings.pollIntervalMs,
+    );
     timer.unref();
     this.timers.set(origin, timer);
   }
@@ -307,7 +310,14 @@ export class ChainTipTracker {
       // Named after its upstream (the status page shows it there). A failure the client already
       // judged (a gateway 5xx, a 429) keeps its kind and words; anything else (a refused API key,
       // a 200 that is no tip) says what came, with the upstream's own words when it sent some.
-      const verdict = judgeAnswer({ upstream: origin, status: response.status, headers: response.headers, body: response.body, conditional: known !== undefined, path: '/extended' });
+      const verdict = judgeAnswer({
+        upstream: origin,
+        status: response.status,
+        headers: response.headers,
+        body: response.body,
+        conditional: known !== undefined,
+        path: '/extended',
+      });
       if (verdict.kind === 'failure') throw verdict.error;
       throw new UpstreamError('invalid', origin, `chain tip poll of ${origin} answered ${response.status} without a chain_tip${upstreamSays(response.body)}`);
     }
@@ -419,7 +429,8 @@ export class ChainTipTracker {
     this.current = next;
     this.history.remember(next.height, next.indexBlockHash);
     // A tip poll without a burn height (read as 0) says nothing of where its block is anchored.
-    if (next.burnHeight > 0) this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
+    if (next.burnHeight > 0)
+      this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
     this.telemetry.tipChanged(next);
     for (const listener of this.tipListeners) {
       try {
@@ -450,7 +461,10 @@ export class ChainTipTracker {
    * runs while the answer it checks holds a slot of it.
    */
   private checkOrigin(): string | undefined {
-    const usable = this.upstream.status().filter((u) => u.usable).map((u) => u.origin);
+    const usable = this.upstream
+      .status()
+      .filter((u) => u.usable)
+      .map((u) => u.origin);
     return this.currentOrigin !== undefined && usable.includes(this.currentOrigin) ? this.currentOrigin : usable[0];
   }
 

@@ -42,7 +42,13 @@ export class CaptureBudget {
  * goes on. `done` gets the whole body at its end, or undefined when it is over `maxBytes`, over
  * the budget, or never ends. What it held goes back to the budget once, whatever happens.
  */
-export function captureBody(req: IncomingMessage, maxBytes: number, budget: CaptureBudget, done: (body: Buffer | undefined) => void, onOverBudget: () => void): void {
+export function captureBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  budget: CaptureBudget,
+  done: (body: Buffer | undefined) => void,
+  onOverBudget: () => void,
+): void {
   let charged = 0;
   let dropped = false;
   const declared = declaredLength(req);

@@ -13,9 +13,7 @@ export type IncomingHttpHeaders = Readonly<Record<string, string | string[] | un
  * `/extendedx`). `path` is the decided path (request-target.ts), without its query.
  */
 export function isAllowedPath(path: string, prefixes: readonly string[]): boolean {
-  return prefixes.some((prefix) =>
-    prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix || path.startsWith(`${prefix}/`),
-  );
+  return prefixes.some((prefix) => (prefix.endsWith('/') ? path.startsWith(prefix) : path === prefix || path.startsWith(`${prefix}/`)));
 }
 
 /**

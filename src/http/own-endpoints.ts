@@ -44,11 +44,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const HEALTHY: Answer = { status: 200, contentType: JSON_TYPE, body: JSON.stringify({ status: 'ok' }) };
 
 function write(res: ServerResponse, answer: Answer, requestId: string): void {
-  res.writeHead(answer.status, [
-    'content-type', answer.contentType,
-    'content-length', String(Buffer.byteLength(answer.body)),
-    'x-request-id', requestId,
-  ]);
+  res.writeHead(answer.status, ['content-type', answer.contentType, 'content-length', String(Buffer.byteLength(answer.body)), 'x-request-id', requestId]);
   res.end(answer.body);
 }
 

@@ -123,36 +123,36 @@ export function createHttpForwarder(options: ForwardOptions): ForwardHttp {
       }, fail);
 
     function relay(answer: Awaited<ReturnType<typeof options.client.send>>): void {
-        // The client may have gone while the answer was held.
-        if (res.destroyed) {
-          answer.body.destroy();
-          return;
-        }
-        if (!req.complete) res.shouldKeepAlive = false;
-        const outgoing = clientResponseHeaders(answer.headers, res.shouldKeepAlive, [...answerHeaders, 'x-cache', 'BYPASS']);
-        try {
-          res.writeHead(answer.status, outgoing);
-        } catch (error) {
-          // A header Node will not write (it validates what undici parsed more strictly).
-          answer.body.destroy();
-          fail(classifyTransportError(error, origin));
-          return;
-        }
-        options.telemetry.passthroughAnswered(origin, answer.status, Number(process.hrtime.bigint() - started) / 1e9);
-        // Not pipeline(): a body that fails must be counted before the client connection is cut.
-        const body = answer.body;
-        answerBody = body;
-        body.once('error', (error) => fail(classifyTransportError(deadline.signal.reason ?? error, origin)));
-        // What pipe() does, with two listeners where it adds eight and takes them off again:
-        // the client's pace sets the upstream's (undici stops reading its socket while paused).
-        body.on('data', (chunk: Buffer) => {
-          if (!res.write(chunk)) body.pause();
-        });
-        res.on('drain', () => body.resume());
-        body.once('end', () => {
-          deadline.cancel();
-          res.end();
-        });
+      // The client may have gone while the answer was held.
+      if (res.destroyed) {
+        answer.body.destroy();
+        return;
+      }
+      if (!req.complete) res.shouldKeepAlive = false;
+      const outgoing = clientResponseHeaders(answer.headers, res.shouldKeepAlive, [...answerHeaders, 'x-cache', 'BYPASS']);
+      try {
+        res.writeHead(answer.status, outgoing);
+      } catch (error) {
+        // A header Node will not write (it validates what undici parsed more strictly).
+        answer.body.destroy();
+        fail(classifyTransportError(error, origin));
+        return;
+      }
+      options.telemetry.passthroughAnswered(origin, answer.status, Number(process.hrtime.bigint() - started) / 1e9);
+      // Not pipeline(): a body that fails must be counted before the client connection is cut.
+      const body = answer.body;
+      answerBody = body;
+      body.once('error', (error) => fail(classifyTransportError(deadline.signal.reason ?? error, origin)));
+      // What pipe() does, with two listeners where it adds eight and takes them off again:
+      // the client's pace sets the upstream's (undici stops reading its socket while paused).
+      body.on('data', (chunk: Buffer) => {
+        if (!res.write(chunk)) body.pause();
+      });
+      res.on('drain', () => body.resume());
+      body.once('end', () => {
+        deadline.cancel();
+        res.end();
+      });
     }
   };
 }

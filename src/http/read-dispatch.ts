@@ -39,10 +39,7 @@ export interface ReadDispatcher extends ReadDispatch {
 }
 
 /** What a decided target comes to among the read routes; a pure function of the target. */
-type ReadPlan =
-  | { kind: 'none' }
-  | { kind: 'bad-url' }
-  | { kind: 'route'; route: RouteSpec; handler: ReadHandler; prepared: ServedRead };
+type ReadPlan = { kind: 'none' } | { kind: 'bad-url' } | { kind: 'route'; route: RouteSpec; handler: ReadHandler; prepared: ServedRead };
 
 // Enough for every URL a busy explorer repeats; keys up to 1 KiB (longer ones, such as a long
 // tx/multiple list, are prepared per request). Worst case a few MB.

@@ -110,7 +110,11 @@ export function createReadHandler(route: RouteSpec, deps: ReadHandlerDeps): Read
     // Rate limits (issue 9): a request the memory tier cannot answer pays the rest of a miss first.
     const charge = record.limit?.chargeMiss?.(record.headers);
     if (charge === undefined) read();
-    else if (charge instanceof Promise) charge.then((refusal) => (refusal ? refuse(refusal) : read()), () => read());
+    else if (charge instanceof Promise)
+      charge.then(
+        (refusal) => (refusal ? refuse(refusal) : read()),
+        () => read(),
+      );
     else if (charge === null) read();
     else refuse(charge);
 

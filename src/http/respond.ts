@@ -10,7 +10,12 @@ import { cacheControlFor } from '../cache/policy.js';
 import type { CacheStatus, PassedOn, ReadResult } from '../cache/read-path.js';
 
 // The upstream allows any origin (@fastify/cors defaults); browsers must also be able to read ours.
-const CORS = ['access-control-allow-origin', '*', 'access-control-expose-headers', 'X-API-Version, X-Cache, X-Cache-Class, Age, ETag, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After'];
+const CORS = [
+  'access-control-allow-origin',
+  '*',
+  'access-control-expose-headers',
+  'X-API-Version, X-Cache, X-Cache-Class, Age, ETag, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After',
+];
 const JSON_TYPE = 'application/json; charset=utf-8';
 const STALE_WARNING = '110 - "Response is Stale"';
 
@@ -26,11 +31,16 @@ function storedHeaders(entry: WithPrebuilt): string[] {
   let headers = entry[PREBUILT];
   if (!headers) {
     headers = [
-      'content-type', entry.headers['content-type'] ?? JSON_TYPE,
-      'content-length', String(entry.body.length),
-      'etag', entry.etag,
-      'cache-control', cacheControlFor(entry.cls),
-      'x-cache-class', entry.cls,
+      'content-type',
+      entry.headers['content-type'] ?? JSON_TYPE,
+      'content-length',
+      String(entry.body.length),
+      'etag',
+      entry.etag,
+      'cache-control',
+      cacheControlFor(entry.cls),
+      'x-cache-class',
+      entry.cls,
       ...CORS,
     ];
     for (const name of ['warning', 'x-api-version']) {

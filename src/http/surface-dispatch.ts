@@ -128,28 +128,30 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps): SurfaceDispa
     const record = observeRequest(req, res, deps, limit);
     record.route = plan.family.id;
     const contentType = req.headers['content-type'] as string;
-    void readAnnouncedBody(req, length).then((bytes) => {
-      if (!bytes) {
-        // The client went away (or sent less than it announced): there is no one to answer.
-        record.cache = 'NONE';
-        res.destroy();
-        record.answered(400);
-        return;
-      }
-      const canonical = canonicalJson(bytes);
-      const body: PostBody = { bytes, contentType, canonical: canonical.kind === 'json' ? canonical.text : undefined };
-      const spec = surfaceSpec({ plan, method, keyPrefix: deps.keyPrefix, chain: deps.chain(), body, evidence: deps.evidence });
-      if (!spec) {
-        record.answered(sendError(res, internalError('proxy error'), 'NONE', record.headers));
-        return;
-      }
-      serve(req, res, plan, spec, record);
-    }).catch((error: unknown) => {
-      // Nothing here is expected to throw; if it does, the client gets a 500 and the process goes on.
-      deps.logger.error({ err: error, family: plan.family.id }, 'unexpected error while reading a POST read');
-      if (res.headersSent) res.destroy();
-      else record.answered(sendError(res, internalError('proxy error'), 'NONE', record.headers));
-    });
+    void readAnnouncedBody(req, length)
+      .then((bytes) => {
+        if (!bytes) {
+          // The client went away (or sent less than it announced): there is no one to answer.
+          record.cache = 'NONE';
+          res.destroy();
+          record.answered(400);
+          return;
+        }
+        const canonical = canonicalJson(bytes);
+        const body: PostBody = { bytes, contentType, canonical: canonical.kind === 'json' ? canonical.text : undefined };
+        const spec = surfaceSpec({ plan, method, keyPrefix: deps.keyPrefix, chain: deps.chain(), body, evidence: deps.evidence });
+        if (!spec) {
+          record.answered(sendError(res, internalError('proxy error'), 'NONE', record.headers));
+          return;
+        }
+        serve(req, res, plan, spec, record);
+      })
+      .catch((error: unknown) => {
+        // Nothing here is expected to throw; if it does, the client gets a 500 and the process goes on.
+        deps.logger.error({ err: error, family: plan.family.id }, 'unexpected error while reading a POST read');
+        if (res.headersSent) res.destroy();
+        else record.answered(sendError(res, internalError('proxy error'), 'NONE', record.headers));
+      });
     return true;
   };
   return Object.assign(dispatch, { prefetch });
@@ -170,7 +172,11 @@ export function createSurfaceDispatcher(deps: SurfaceDispatchDeps): SurfaceDispa
     // Rate limits (issue 9): a read the memory tier cannot answer pays the rest of a miss first.
     const charge = record.limit?.chargeMiss?.(record.headers);
     if (charge === undefined || charge === null) read();
-    else if (charge instanceof Promise) charge.then((refusal) => (refusal ? refuse(res, record, refusal) : read()), () => read());
+    else if (charge instanceof Promise)
+      charge.then(
+        (refusal) => (refusal ? refuse(res, record, refusal) : read()),
+        () => read(),
+      );
     else refuse(res, record, charge);
   }
 

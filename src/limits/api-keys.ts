@@ -14,7 +14,7 @@ export const ApiKeySchema = z
       .string()
       .regex(/^[0-9a-fA-F]{64}$/, 'must be the SHA-256 of the key as 64 hex digits (printf %s "$KEY" | sha256sum)')
       .transform((hex) => hex.toLowerCase()),
-    limit: z.number().int().positive().optional().describe('This key\'s budget per window; rateLimit.keyed.limit when absent'),
+    limit: z.number().int().positive().optional().describe("This key's budget per window; rateLimit.keyed.limit when absent"),
   })
   .strict();
 

@@ -67,11 +67,7 @@ export interface RateLimiterDeps {
 const REMAINING = 'ratelimit-remaining';
 
 function limitHeaders(limit: number, charge: Charge): string[] {
-  return [
-    'ratelimit-limit', String(limit),
-    REMAINING, String(Math.max(0, limit - charge.used)),
-    'ratelimit-reset', String(Math.ceil(charge.resetAtMs / 1000)),
-  ];
+  return ['ratelimit-limit', String(limit), REMAINING, String(Math.max(0, limit - charge.used)), 'ratelimit-reset', String(Math.ceil(charge.resetAtMs / 1000))];
 }
 
 export class RateLimiter {

@@ -242,10 +242,13 @@ export class PushFeed {
     let earliest = Number.POSITIVE_INFINITY;
     for (const waiting of [feed.unannounced, feed.unconfirmed]) for (const { deadline } of waiting.values()) earliest = Math.min(earliest, deadline);
     if (earliest === Number.POSITIVE_INFINITY) return;
-    feed.deadlineTimer = setTimeout(() => {
-      feed.deadlineTimer = undefined;
-      this.checkDeadlines(feed);
-    }, Math.max(0, earliest - this.deps.clock()));
+    feed.deadlineTimer = setTimeout(
+      () => {
+        feed.deadlineTimer = undefined;
+        this.checkDeadlines(feed);
+      },
+      Math.max(0, earliest - this.deps.clock()),
+    );
     feed.deadlineTimer.unref();
   }
 

@@ -16,15 +16,7 @@ import { error as rpcError, JsonRpcError, parse, success, type ID, type IParsedO
 import { isValidPrincipal } from '../routes/handler-checks.js';
 
 export type RpcEvent =
-  | 'block'
-  | 'microblock'
-  | 'mempool'
-  | 'nft_event'
-  | 'tx_update'
-  | 'address_tx_update'
-  | 'address_balance_update'
-  | 'nft_asset_event'
-  | 'nft_collection_event';
+  'block' | 'microblock' | 'mempool' | 'nft_event' | 'tx_update' | 'address_tx_update' | 'address_balance_update' | 'nft_asset_event' | 'nft_collection_event';
 
 /** Events whose subscriptions carry no argument: the topic key is the event name. */
 const PLAIN_EVENTS: ReadonlySet<string> = new Set(['block', 'microblock', 'mempool', 'nft_event']);
@@ -152,7 +144,10 @@ function decideSubscription(params: Record<string, unknown>): Decision {
       // The upstream keys this topic with a template literal of whatever the client sent (an
       // object whose toString is not a function throws here as it does there).
       const key = `nft_asset_event:${String(assetIdentifier)}+${String(value)}`;
-      return { topic: { key, event, upstreamParams: { event, asset_identifier: assetIdentifier, value } }, result: { asset_identifier: assetIdentifier, value } };
+      return {
+        topic: { key, event, upstreamParams: { event, asset_identifier: assetIdentifier, value } },
+        result: { asset_identifier: assetIdentifier, value },
+      };
     }
     case 'nft_collection_event': {
       const assetIdentifier = params.asset_identifier;
@@ -160,7 +155,9 @@ function decideSubscription(params: Record<string, unknown>): Decision {
       const quoted = `${String(assetIdentifier)}`;
       // Its subscription is keyed by the value itself: only a string can ever match a notification.
       const topic: Topic | undefined =
-        typeof assetIdentifier === 'string' ? { key: `nft_collection_event:${quoted}`, event, upstreamParams: { event, asset_identifier: assetIdentifier } } : undefined;
+        typeof assetIdentifier === 'string'
+          ? { key: `nft_collection_event:${quoted}`, event, upstreamParams: { event, asset_identifier: assetIdentifier } }
+          : undefined;
       return { topic, result: { asset_identifier: assetIdentifier } };
     }
     default:

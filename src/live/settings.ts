@@ -16,7 +16,9 @@ export const LiveSchema = z
       .object({
         enabled: z
           .boolean()
-          .describe("Follow each upstream's `block` and `mempool` notifications over its `/extended/v1/ws` JSON-RPC WebSocket, and poll its tip at once when one arrives (see [Live chain](live-chain.md)); the poll stays as fallback and cross-check"),
+          .describe(
+            "Follow each upstream's `block` and `mempool` notifications over its `/extended/v1/ws` JSON-RPC WebSocket, and poll its tip at once when one arrives (see [Live chain](live-chain.md)); the poll stays as fallback and cross-check",
+          ),
         crossCheckIntervalMs: positiveInt.describe(
           'Tip poll interval of an upstream while its push feed is believed (the poll stays as a cross-check); otherwise `chainTip.pollIntervalMs`',
         ),
@@ -51,11 +53,15 @@ export const LiveSchema = z
       .object({
         enabled: z
           .boolean()
-          .describe("Serve clients' `/extended/v1/ws` and `/socket.io/` subscriptions from one upstream connection per channel; `false`: every client gets its own tunnel to the upstream (`passthrough.websockets`)"),
+          .describe(
+            "Serve clients' `/extended/v1/ws` and `/socket.io/` subscriptions from one upstream connection per channel; `false`: every client gets its own tunnel to the upstream (`passthrough.websockets`)",
+          ),
         maxClients: positiveInt.describe('WebSocket and Socket.IO clients held at once; beyond, an upgrade gets `503`'),
         maxSubscriptionsPerClient: positiveInt.describe('Subscriptions one client may hold; beyond, its subscribe is refused'),
         maxMessagesPerSecondPerClient: positiveInt.describe('Messages a client may send per second (a 10 s burst allowed); beyond, it is closed (`1008`)'),
-        maxBufferedBytesPerClient: positiveInt.describe('Bytes waiting to be written to one client; beyond, the slow client is closed (`1013`) rather than buffered'),
+        maxBufferedBytesPerClient: positiveInt.describe(
+          'Bytes waiting to be written to one client; beyond, the slow client is closed (`1013`) rather than buffered',
+        ),
         maxUpstreamSubscriptions: positiveInt.describe('Distinct subscriptions held on one upstream connection; beyond, new distinct topics are refused'),
       })
       .strict(),
@@ -63,4 +69,3 @@ export const LiveSchema = z
   .strict();
 
 export type LiveSettings = z.infer<typeof LiveSchema>;
-

@@ -109,7 +109,13 @@ export function createWsRpcFanout(options: WsRpcFanoutOptions): WsRpcFanout {
 class RpcFanout implements WsRpcFanout {
   // With `path`, ws answers 400 to an upgrade routed here by prefix whose path is not exactly
   // RPC_PATH (`/extended/v1/wsx`), as the upstream's ws server does.
-  private readonly wss = new WebSocketServer({ noServer: true, path: RPC_PATH, maxPayload: MAX_CLIENT_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    path: RPC_PATH,
+    maxPayload: MAX_CLIENT_FRAME_BYTES,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
   private readonly clients = new Set<Client>();
   private readonly topics = new Map<string, HeldTopic>();
   private attached: AttachedLink | undefined;
@@ -144,7 +150,15 @@ class RpcFanout implements WsRpcFanout {
       ws.terminate();
       return;
     }
-    const client: Client = { ws, keys: new Set(), rate: new MessageRate(this.options.maxMessagesPerSecondPerClient, this.options.clock()), alive: true, pendingBytes: 0, queue: Promise.resolve(), dropped: false };
+    const client: Client = {
+      ws,
+      keys: new Set(),
+      rate: new MessageRate(this.options.maxMessagesPerSecondPerClient, this.options.clock()),
+      alive: true,
+      pendingBytes: 0,
+      queue: Promise.resolve(),
+      dropped: false,
+    };
     this.clients.add(client);
     this.options.telemetry.wsClientConnected(CHANNEL);
     ws.on('pong', () => (client.alive = true));
@@ -210,7 +224,13 @@ class RpcFanout implements WsRpcFanout {
   }
 
   /** Waits (bounded) for the upstream's answer to a topic; a refusal replaces the client's success and lets go of its hold. */
-  private async confirm(client: Client, id: string | number | null, index: number, entry: HeldTopic, replace: (index: number, response: JsonRpc) => void): Promise<void> {
+  private async confirm(
+    client: Client,
+    id: string | number | null,
+    index: number,
+    entry: HeldTopic,
+    replace: (index: number, response: JsonRpc) => void,
+  ): Promise<void> {
     const answer = await withDeadline(entry.ready, this.subscribeWaitMs);
     // Not answered in time, or the link is down: the topic stays held and is subscribed again on reconnect.
     if (answer === undefined || answer.ok) return;
@@ -359,11 +379,14 @@ class RpcFanout implements WsRpcFanout {
     if (this.closing) return;
     this.closing = true;
     clearInterval(this.heartbeat);
-    const closed = [...this.clients].map((client) => new Promise<void>((resolve) => {
-      if (client.ws.readyState === WebSocket.CLOSED) return resolve();
-      client.ws.once('close', () => resolve());
-      if (!client.dropped) this.end(client, CLOSE_GOING_AWAY, 'server shutting down');
-    }));
+    const closed = [...this.clients].map(
+      (client) =>
+        new Promise<void>((resolve) => {
+          if (client.ws.readyState === WebSocket.CLOSED) return resolve();
+          client.ws.once('close', () => resolve());
+          if (!client.dropped) this.end(client, CLOSE_GOING_AWAY, 'server shutting down');
+        }),
+    );
     await Promise.all(closed);
     this.attached?.detach();
     this.attached = undefined;

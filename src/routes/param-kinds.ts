@@ -178,13 +178,7 @@ export const CONTRACT_ID_PATTERN = '^[0123456789ABCDEFGHJKMNPQRSTVWXYZ]{28,41}.[
 export const txId = pattern(TX_ID_PATTERN);
 export const principal = anyOf(pattern(ADDRESS_PATTERN), pattern(CONTRACT_ID_PATTERN));
 
-export const EVENT_TYPES = [
-  'smart_contract_log',
-  'stx_lock',
-  'stx_asset',
-  'fungible_token_asset',
-  'non_fungible_token_asset',
-] as const;
+export const EVENT_TYPES = ['smart_contract_log', 'stx_lock', 'stx_asset', 'fungible_token_asset', 'non_fungible_token_asset'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const eventType: Check<EventType> = anyOf(...EVENT_TYPES.map((t) => constant(t)));
 

@@ -12,10 +12,7 @@
 import type { RouteSpec } from './route-spec.js';
 import { UPSTREAM_GET_ROUTES } from './upstream-routes.js';
 
-export type RouteMatch =
-  | { kind: 'match'; route: RouteSpec; params: Record<string, string> }
-  | { kind: 'bad-url' }
-  | { kind: 'none' };
+export type RouteMatch = { kind: 'match'; route: RouteSpec; params: Record<string, string> } | { kind: 'bad-url' } | { kind: 'none' };
 
 /**
  * Fastify's default `maxParamLength` (the upstream does not change it): its router (find-my-way)
@@ -140,10 +137,7 @@ export function createPathMatcher<T>(
  * `routes`: the cached routes; `upstreamRoutes`: every route of the upstream, which decides
  * where a path goes (the cached ones are among them).
  */
-export function createRouteMatcher(
-  routes: readonly RouteSpec[],
-  upstreamRoutes: readonly string[] = UPSTREAM_GET_ROUTES,
-): (path: string) => RouteMatch {
+export function createRouteMatcher(routes: readonly RouteSpec[], upstreamRoutes: readonly string[] = UPSTREAM_GET_ROUTES): (path: string) => RouteMatch {
   const match = createPathMatcher(
     routes.map((route) => ({ path: route.path, value: route })),
     upstreamRoutes,

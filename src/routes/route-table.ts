@@ -158,13 +158,7 @@ export const ROUTES: readonly RouteSpec[] = [
     reader: 'tx-list',
     entries: 'transaction',
     params: [],
-    query: [
-      { name: 'tx_id', check: arrayOf(txId, { splitCommas: true, maxItems: MAX_TX_IDS }) },
-      eventLimit,
-      eventOffset,
-      unanchored,
-      excludeFunctionArgs,
-    ],
+    query: [{ name: 'tx_id', check: arrayOf(txId, { splitCommas: true, maxItems: MAX_TX_IDS }) }, eventLimit, eventOffset, unanchored, excludeFunctionArgs],
     requiredQuery: ['tx_id'],
     resolve: (v) => {
       const ids = v.tx_id as string[];
@@ -340,7 +334,9 @@ export const ROUTES: readonly RouteSpec[] = [
     query: [],
     resolve: (v, { params }) => {
       const burnHeight = v.burn_block_height as number;
-      return integerRequest('/extended/v1/block/by_burn_block_height/', burnHeight, params.burn_block_height ?? '', { identity: { kind: 'burn_block', burnHeight } });
+      return integerRequest('/extended/v1/block/by_burn_block_height/', burnHeight, params.burn_block_height ?? '', {
+        identity: { kind: 'burn_block', burnHeight },
+      });
     },
   },
   {

@@ -26,13 +26,9 @@ export interface CanonicalRequest {
 }
 
 export type ValidationOutcome =
-  | { kind: 'request'; request: CanonicalRequest }
-  | { kind: 'error'; error: ErrorReply }
-  | { kind: 'redirect'; location: string }
-  | { kind: 'passthrough' };
+  { kind: 'request'; request: CanonicalRequest } | { kind: 'error'; error: ErrorReply } | { kind: 'redirect'; location: string } | { kind: 'passthrough' };
 
-const formatErrors = (location: string, errors: ParamError[]): string =>
-  errors.map((e) => `${location}${e.subpath} ${e.message}`).join(', ');
+const formatErrors = (location: string, errors: ParamError[]): string => errors.map((e) => `${location}${e.subpath} ${e.message}`).join(', ');
 
 /** Commas stay literal: the upstream splits list values on them after decoding either way. */
 const encodeValue = (value: string): string => encodeURIComponent(value).replace(/%2C/gi, ',');
@@ -55,11 +51,7 @@ function withQuery(path: string, query: Map<string, string>): string {
   return search ? `${path}?${search}` : path;
 }
 
-export function validateRequest(
-  route: RouteSpec,
-  rawParams: Record<string, string>,
-  rawQuery: string,
-): ValidationOutcome {
+export function validateRequest(route: RouteSpec, rawParams: Record<string, string>, rawQuery: string): ValidationOutcome {
   const values: Values = {};
   for (const decl of route.params) {
     const result = decl.check(rawParams[decl.name] ?? '');

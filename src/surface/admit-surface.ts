@@ -56,7 +56,9 @@ export function rawTxMatches(json: unknown, txId: string): boolean {
   if (typeof raw !== 'string') return false;
   const hex = HEX.exec(raw);
   if (!hex || hex[1] === '') return false;
-  const digest = createHash('sha512-256').update(Buffer.from(hex[1] as string, 'hex')).digest('hex');
+  const digest = createHash('sha512-256')
+    .update(Buffer.from(hex[1] as string, 'hex'))
+    .digest('hex');
   return digest === normalTxId(txId);
 }
 
@@ -164,5 +166,7 @@ export function confirmSurface(facts: SurfaceFacts, entry: CacheEntry, asked: Sn
     return { kind: 'failure', error: new UpstreamError('invalid', 'cache', `stored bytes contradict the verified chain: ${classification.contradiction}`) };
   }
   const confirmed = { ...entry, ...stamp(classification, asked) };
-  return classification.unverified === undefined ? { kind: 'entry', entry: confirmed } : { kind: 'entry', entry: confirmed, unverified: classification.unverified };
+  return classification.unverified === undefined
+    ? { kind: 'entry', entry: confirmed }
+    : { kind: 'entry', entry: confirmed, unverified: classification.unverified };
 }

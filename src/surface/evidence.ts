@@ -26,8 +26,7 @@ export interface EvidenceReads {
 const asObject = (value: unknown): Record<string, unknown> | undefined =>
   value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 
-const bodyOf = (entry: CacheEntry | undefined): Record<string, unknown> | undefined =>
-  entry?.status === 200 ? asObject(parseJson(entry.body)) : undefined;
+const bodyOf = (entry: CacheEntry | undefined): Record<string, unknown> | undefined => (entry?.status === 200 ? asObject(parseJson(entry.body)) : undefined);
 
 const TX_ID = /^0x[0-9a-fA-F]{64}$/;
 /** A contract id as Clarity spells one (c32 address, a dot, a contract name): anything else is asked about nowhere. */

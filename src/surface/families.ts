@@ -16,15 +16,7 @@ import type { FreshnessClass } from '../cache/entry.js';
 import type { MovesWith } from '../chain/activity-view.js';
 
 export type ChangeClass =
-  | 'immutable'
-  | 'etag:chain_tip'
-  | 'etag:mempool'
-  | 'etag:transaction'
-  | 'etag:block'
-  | 'etag:principal'
-  | 'etag:principal_mempool'
-  | 'tip'
-  | 'never';
+  'immutable' | 'etag:chain_tip' | 'etag:mempool' | 'etag:transaction' | 'etag:block' | 'etag:principal' | 'etag:principal_mempool' | 'tip' | 'never';
 
 /**
  * How an answer of a family becomes final:
@@ -184,7 +176,12 @@ export const FAMILIES: readonly Family[] = [
   family({
     id: 'stx_supply',
     method: 'GET',
-    routes: ['/extended/v1/stx_supply/', '/extended/v1/stx_supply/total/plain', '/extended/v1/stx_supply/circulating/plain', '/extended/v1/stx_supply/legacy_format'],
+    routes: [
+      '/extended/v1/stx_supply/',
+      '/extended/v1/stx_supply/total/plain',
+      '/extended/v1/stx_supply/circulating/plain',
+      '/extended/v1/stx_supply/legacy_format',
+    ],
     change: 'etag:chain_tip',
     burnKeyed: true,
     why: 'supply is computed at the tip (locked STX unlock with burn blocks): chain_tip ETag, which misses burn-only changes, so keyed by the burn height too',
@@ -244,7 +241,12 @@ export const FAMILIES: readonly Family[] = [
   family({
     id: 'pox_events',
     method: 'GET',
-    routes: ['/extended/v1/:pox/events', '/extended/v1/:pox/tx/:tx_id', '/extended/v1/:pox/stacker/:principal', '/extended/v1/:pox/:pool_principal/delegations'],
+    routes: [
+      '/extended/v1/:pox/events',
+      '/extended/v1/:pox/tx/:tx_id',
+      '/extended/v1/:pox/stacker/:principal',
+      '/extended/v1/:pox/:pool_principal/delegations',
+    ],
     change: 'etag:chain_tip',
     why: 'PoX contract events: chain_tip ETag',
   }),
@@ -301,7 +303,7 @@ export const FAMILIES: readonly Family[] = [
     ],
     change: 'etag:principal',
     principal: { param: 'principal' },
-    why: "token balances: the principal ETag (confirmed activity only)",
+    why: 'token balances: the principal ETag (confirmed activity only)',
   }),
   family({
     id: 'balances_stx',

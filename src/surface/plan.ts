@@ -28,8 +28,7 @@ export const MAX_SURFACE_URL_CHARS = 8192;
 /** The upstream's POST routes: everything under /v2 is proxied to the node, the rest is its own. */
 const UPSTREAM_POST_ROUTES: readonly string[] = ['/v2/*'];
 
-const entriesOf = (method: 'GET' | 'POST') =>
-  FAMILIES.filter((f) => f.method === method).flatMap((f) => f.routes.map((path) => ({ path, value: f })));
+const entriesOf = (method: 'GET' | 'POST') => FAMILIES.filter((f) => f.method === method).flatMap((f) => f.routes.map((path) => ({ path, value: f })));
 
 const matchGet = createPathMatcher(entriesOf('GET'), [...UPSTREAM_GET_ROUTES, ...NODE_RPC_GET_ROUTES]);
 const matchPost = createPathMatcher(entriesOf('POST'), UPSTREAM_POST_ROUTES);

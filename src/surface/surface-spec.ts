@@ -83,7 +83,9 @@ export function surfaceSpec(input: SpecInput): ReadSpec | undefined {
   const canonicalBody = body === undefined ? undefined : (body.canonical ?? `!${createHash('sha256').update(body.bytes).digest('base64url')}`);
   const key = surfaceKey({ prefix: input.keyPrefix, method: input.method, family, url: plan.url, canonicalBody, tip, subjects: plan.subjects });
   const ask: UpstreamAsk =
-    body === undefined ? { method: input.method, path: plan.url } : { method: input.method, path: plan.url, body: body.bytes, headers: { 'content-type': body.contentType } };
+    body === undefined
+      ? { method: input.method, path: plan.url }
+      : { method: input.method, path: plan.url, body: body.bytes, headers: { 'content-type': body.contentType } };
   return {
     key,
     label: family.id,

@@ -69,11 +69,11 @@ export const METRICS = {
     ['route', 'cache'],
     LATENCY_BUCKETS,
   ),
-  cacheLookups: counter(
-    'stacks_proxy_cache_lookups_total',
-    'Cache lookups by tier (memory, redis), freshness class and result (hit, miss, stale, error).',
-    ['tier', 'class', 'result'],
-  ),
+  cacheLookups: counter('stacks_proxy_cache_lookups_total', 'Cache lookups by tier (memory, redis), freshness class and result (hit, miss, stale, error).', [
+    'tier',
+    'class',
+    'result',
+  ]),
   cacheEntries: gauge('stacks_proxy_cache_entries', 'Entries held by a cache tier (redis: keys in the database).', ['tier'], STATE),
   cacheBytes: gauge('stacks_proxy_cache_bytes', 'Bytes held by a cache tier (redis: used_memory).', ['tier'], STATE),
   // Memory evictions are events; Redis counts its own, and the counter follows that total on scrape.
@@ -89,10 +89,11 @@ export const METRICS = {
     ['upstream', 'route'],
     LATENCY_BUCKETS,
   ),
-  upstreamErrors: counter('stacks_proxy_upstream_errors_total', 'Upstream failures by upstream and kind (timeout, connect, reset, 5xx, invalid, rate_limited). A JSON 4xx/500 from the upstream handler for one input is an answer, not counted.', [
-    'upstream',
-    'kind',
-  ]),
+  upstreamErrors: counter(
+    'stacks_proxy_upstream_errors_total',
+    'Upstream failures by upstream and kind (timeout, connect, reset, 5xx, invalid, rate_limited). A JSON 4xx/500 from the upstream handler for one input is an answer, not counted.',
+    ['upstream', 'kind'],
+  ),
   upstreamRetries: counter(
     'stacks_proxy_upstream_retries_total',
     'Upstream requests retried on another (or the same) upstream, by route id and the failure that caused it.',
@@ -184,7 +185,7 @@ export const METRICS = {
   ),
   activityUpstreamRequests: counter(
     'stacks_proxy_activity_upstream_requests_total',
-    'Requests the principal-activity components sent to the upstream, by source (learner: a new block\'s transactions and events; watcher: the mempool poll).',
+    "Requests the principal-activity components sent to the upstream, by source (learner: a new block's transactions and events; watcher: the mempool poll).",
     ['source'],
   ),
   // The warm-up of a new block (issue 16): kinds and outcomes are block-warmer.ts's own words.

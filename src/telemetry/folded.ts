@@ -33,7 +33,7 @@ export function foldedCounter<L extends string>(counter: Counter<L>, labelNames:
     }
   };
   // The same hook a Counter takes as its `collect` option; set here because the cells come after it.
-  if ((counter as { collect?: unknown }).collect !== undefined) throw new Error("a folded counter must not have a collect hook of its own");
+  if ((counter as { collect?: unknown }).collect !== undefined) throw new Error('a folded counter must not have a collect hook of its own');
   Object.assign(counter, { collect: fold });
   return (...values) => find(values);
 }
@@ -84,7 +84,13 @@ export class FoldedHistogram {
   }
 
   /** What prom-client's registry formats (labels of a series apart from `le`). */
-  async getForPromString(): Promise<{ name: string; help: string; type: string; aggregator: string; values: Array<SampleValue & { sharedLabels: Record<string, string> }> }> {
+  async getForPromString(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: Array<SampleValue & { sharedLabels: Record<string, string> }>;
+  }> {
     const values: Array<SampleValue & { sharedLabels: Record<string, string> }> = [];
     const bucket = `${this.name}_bucket`;
     for (const s of this.series) {
@@ -103,7 +109,10 @@ export class FoldedHistogram {
   /** As prom-client's `get()`: each sample's labels include its series' labels. */
   async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: SampleValue[] }> {
     const data = await this.getForPromString();
-    return { ...data, values: data.values.map(({ sharedLabels, labels, value, metricName }) => ({ labels: { ...sharedLabels, ...labels }, value, metricName })) };
+    return {
+      ...data,
+      values: data.values.map(({ sharedLabels, labels, value, metricName }) => ({ labels: { ...sharedLabels, ...labels }, value, metricName })),
+    };
   }
 
   /** Zeroes every series in place: cells handed out keep counting into them. */

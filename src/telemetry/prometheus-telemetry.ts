@@ -135,8 +135,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.redisMetrics?.redisUp.set(0);
     const build = options.build ?? buildInfo();
     m.buildInfo.set({ version: build.version, node: build.node }, 1);
-    this.state = new StateReader(m, () => (this.now() - this.tipChangedAt) / 1000, (error) =>
-      this.logger.debug({ err: messageOf(error) }, 'telemetry state source failed'),
+    this.state = new StateReader(
+      m,
+      () => (this.now() - this.tipChangedAt) / 1000,
+      (error) => this.logger.debug({ err: messageOf(error) }, 'telemetry state source failed'),
     );
 
     // The per-request ones are folded (folded.ts): a request adds to a cell, a scrape reads them.
@@ -144,9 +146,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.requestDurations = (route: string, cache: string) => m.httpDuration.cell(route, cache);
     this.lookups = foldedCounter(m.cacheLookups, ['tier', 'class', 'result']);
     this.evictions = labelChildren((tier: string) => m.cacheEvictions.labels({ tier }));
-    this.upstreamRequests = labelChildren((upstream: string, route: string, status: string) =>
-      m.upstreamRequests.labels({ upstream, route, status }),
-    );
+    this.upstreamRequests = labelChildren((upstream: string, route: string, status: string) => m.upstreamRequests.labels({ upstream, route, status }));
     this.upstreamDurations = (upstream: string, route: string) => m.upstreamDuration.cell(upstream, route);
     this.upstreamErrors = labelChildren((upstream: string, kind: string) => m.upstreamErrors.labels({ upstream, kind }));
     this.upstreamRetries = labelChildren((route: string, reason: string) => m.upstreamRetries.labels({ route, reason }));

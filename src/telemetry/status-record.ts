@@ -68,7 +68,12 @@ export class StatusRecord {
   }
 
   reorgDetected(forkHeight: number, from: { height: number; burnHeight: number }, to: { height: number; burnHeight: number }): void {
-    keepRecent(this.reorgs, { at: this.now(), forkHeight, from: { height: from.height, burnHeight: from.burnHeight }, to: { height: to.height, burnHeight: to.burnHeight } });
+    keepRecent(this.reorgs, {
+      at: this.now(),
+      forkHeight,
+      from: { height: from.height, burnHeight: from.burnHeight },
+      to: { height: to.height, burnHeight: to.burnHeight },
+    });
   }
 
   /** Newest first. */

@@ -9,10 +9,7 @@
  */
 export function abortAt(afterMs: number): { signal: AbortSignal; cancel: () => void; abort: (reason: Error) => void } {
   const controller = new AbortController();
-  const timer = setTimeout(
-    () => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-    Math.max(1, afterMs),
-  );
+  const timer = setTimeout(() => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), Math.max(1, afterMs));
   const cancel = (): void => clearTimeout(timer);
   return {
     signal: controller.signal,

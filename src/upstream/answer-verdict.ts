@@ -65,5 +65,5 @@ export function judgeAnswer(facts: AnswerFacts): AnswerVerdict {
   const nodeRefusal = status < 500 && facts.path !== undefined && isNodeRpcPath(facts.path);
   const refusal = nodeRefusal || ((status === 500 || status < 500) && isUpstreamErrorBody(facts.headers, facts.body));
   if (refusal) return { kind: 'refusal' };
-  return status >= 500 ? fail('5xx', facts, 'a server error') : fail('invalid', facts, 'an error answer not in the upstream\'s shape');
+  return status >= 500 ? fail('5xx', facts, 'a server error') : fail('invalid', facts, "an error answer not in the upstream's shape");
 }

@@ -264,13 +264,7 @@ export class UpstreamClient {
    * judged (answered/rejected). For the tip poll (`healthCheck`) a refusal is a failure too:
    * the poll asks for nothing an upstream in working order refuses.
    */
-  private async send(
-    upstream: Upstream,
-    ask: UpstreamAsk,
-    route: string,
-    deadline: number,
-    options: { healthCheck?: boolean } = {},
-  ): Promise<Sent> {
+  private async send(upstream: Upstream, ask: UpstreamAsk, route: string, deadline: number, options: { healthCheck?: boolean } = {}): Promise<Sent> {
     let release: () => void = () => undefined;
     if (!options.healthCheck) {
       try {

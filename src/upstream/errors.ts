@@ -40,13 +40,7 @@ export function classifyTransportError(error: unknown, upstream: string): Upstre
     return new UpstreamError('timeout', upstream, `timeout from ${upstream}: request deadline passed`, { cause: error });
   }
   const code = (error as { code?: string } | undefined)?.code ?? '';
-  const kind: UpstreamErrorKind = TIMEOUT_CODES.has(code)
-    ? 'timeout'
-    : CONNECT_CODES.has(code)
-      ? 'connect'
-      : INVALID_CODES.has(code)
-        ? 'invalid'
-        : 'reset';
+  const kind: UpstreamErrorKind = TIMEOUT_CODES.has(code) ? 'timeout' : CONNECT_CODES.has(code) ? 'connect' : INVALID_CODES.has(code) ? 'invalid' : 'reset';
   const message = error instanceof Error ? error.message : String(error);
   return new UpstreamError(kind, upstream, `${kind} from ${upstream}: ${message}`, { cause: error });
 }

@@ -167,9 +167,7 @@ export class UpstreamHealth {
   private lagOf(upstream: Tracked, now: number): number | undefined {
     if (upstream.tipHeight === undefined) return undefined;
     // Best tip among upstreams that are not failing: a dead leader must not make the rest "lag".
-    const heights = this.upstreams
-      .filter((u) => u.breaker.state(now) !== 'open' && u.tipHeight !== undefined)
-      .map((u) => u.tipHeight as number);
+    const heights = this.upstreams.filter((u) => u.breaker.state(now) !== 'open' && u.tipHeight !== undefined).map((u) => u.tipHeight as number);
     return heights.length === 0 ? 0 : Math.max(...heights) - upstream.tipHeight;
   }
 }

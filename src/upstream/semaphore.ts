@@ -36,11 +36,14 @@ export class Semaphore {
         resolve();
       };
       const timer = Number.isFinite(maxWaitMs)
-        ? setTimeout(() => {
-            const at = this.waiting.indexOf(waiter);
-            if (at >= 0) this.waiting.splice(at, 1);
-            reject(new QueueFullError('waited in the upstream request queue past the deadline'));
-          }, Math.max(0, maxWaitMs))
+        ? setTimeout(
+            () => {
+              const at = this.waiting.indexOf(waiter);
+              if (at >= 0) this.waiting.splice(at, 1);
+              reject(new QueueFullError('waited in the upstream request queue past the deadline'));
+            },
+            Math.max(0, maxWaitMs),
+          )
         : undefined;
       this.waiting.push(waiter);
     });

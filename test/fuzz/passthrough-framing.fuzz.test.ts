@@ -9,7 +9,14 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFramingLane, type FramingLane } from '../../testkit/fuzz/framing-lane.js';
-import { describeFramingCase, framingCase, judgeFramingCase, requestLine, type FramingCase, type FramingReport } from '../../testkit/fuzz/passthrough-framing.js';
+import {
+  describeFramingCase,
+  framingCase,
+  judgeFramingCase,
+  requestLine,
+  type FramingCase,
+  type FramingReport,
+} from '../../testkit/fuzz/passthrough-framing.js';
 
 const SEED = 20_261_125;
 const RUNS = 150;
@@ -23,14 +30,21 @@ afterAll(async () => {
 });
 
 const SMUGGLING_GET: FramingCase = {
-  messages: [{ method: 'GET', path: '/v2/info', connection: ['keep-alive', 'content-length'], body: { kind: 'length', bytes: 'GET /x HTTP/1.1\r\nHost: u\r\n\r\n' } }],
+  messages: [
+    { method: 'GET', path: '/v2/info', connection: ['keep-alive', 'content-length'], body: { kind: 'length', bytes: 'GET /x HTTP/1.1\r\nHost: u\r\n\r\n' } },
+  ],
 };
 const answer = (body: string): string => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
 const OWN_ANSWER = answer(JSON.stringify({ method: 'GET', target: '/v2/info', bodyBytes: 0 }));
 
 describe('the passthrough framing judge', () => {
   it('passes the one request, answered', () => {
-    const report: FramingReport = { case: SMUGGLING_GET, parsed: [requestLine('GET', '/v2/info', '')], unparsed: [], received: { kind: 'closed', bytes: OWN_ANSWER } };
+    const report: FramingReport = {
+      case: SMUGGLING_GET,
+      parsed: [requestLine('GET', '/v2/info', '')],
+      unparsed: [],
+      received: { kind: 'closed', bytes: OWN_ANSWER },
+    };
     expect(judgeFramingCase(report)).toEqual([]);
   });
 
@@ -44,7 +58,11 @@ describe('the passthrough framing judge', () => {
     expect(judgeFramingCase(smuggled).map((v) => v.signature)).toEqual(['framing:extra-request']);
     const withBody = { ...smuggled, parsed: [requestLine('GET', '/v2/info', 'GET /x HTTP/1.1\r\nHost: u\r\n\r\n')] };
     expect(judgeFramingCase(withBody).map((v) => v.signature)).toEqual(['framing:extra-request']);
-    const shifted = { ...smuggled, parsed: [requestLine('GET', '/v2/info', '')], received: { kind: 'closed' as const, bytes: answer(JSON.stringify({ method: 'GET', target: '/x', bodyBytes: 0 })) } };
+    const shifted = {
+      ...smuggled,
+      parsed: [requestLine('GET', '/v2/info', '')],
+      received: { kind: 'closed' as const, bytes: answer(JSON.stringify({ method: 'GET', target: '/x', bodyBytes: 0 })) },
+    };
     expect(judgeFramingCase(shifted).map((v) => v.signature)).toEqual(['answers:passthrough-framing:wrong-answer']);
   });
 });

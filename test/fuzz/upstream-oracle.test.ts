@@ -65,7 +65,13 @@ describe('upstream oracle', () => {
   });
 
   it('knows it also for a target a proxy may normalise into the route (absolute form, doubled slashes, dot segments, encoded letters)', () => {
-    for (const target of ['//extended/v2/blocks/-1', 'http://evil.example/extended/v2/blocks/-1', '/extended/x/%2e%2e/v2/blocks/-1', '/extended\\v2/blocks/-1', '/%65xtended/v2/blocks/-1']) {
+    for (const target of [
+      '//extended/v2/blocks/-1',
+      'http://evil.example/extended/v2/blocks/-1',
+      '/extended/x/%2e%2e/v2/blocks/-1',
+      '/extended\\v2/blocks/-1',
+      '/%65xtended/v2/blocks/-1',
+    ]) {
       expect(ownRouteAnswers(target).map((answer) => answer.status)).toContain(500);
     }
     expect(ownRouteAnswers('//extended/v2/blocks/1')).toEqual([]);
@@ -93,9 +99,17 @@ describe('fuzz properties', () => {
   });
 
   it('count no answer as a failure, and judge every upstream request', () => {
-    const silent: CaseReport = { request: { method: 'GET', target: '/', origin: 'test' }, outcome: { kind: 'no-answer', error: 'ECONNRESET: read ECONNRESET', ms: 3 }, upstream: [] };
+    const silent: CaseReport = {
+      request: { method: 'GET', target: '/', origin: 'test' },
+      outcome: { kind: 'no-answer', error: 'ECONNRESET: read ECONNRESET', ms: 3 },
+      upstream: [],
+    };
     expect(judgeCase(silent).map((v) => v.signature)).toEqual(['answers:route:ECONNRESET']);
-    const upstream = [{ method: 'GET', url: '/v2/info' }, { method: 'GET', url: '/admin' }, { method: 'GET', url: '/extended/../admin' }];
+    const upstream = [
+      { method: 'GET', url: '/v2/info' },
+      { method: 'GET', url: '/admin' },
+      { method: 'GET', url: '/extended/../admin' },
+    ];
     expect(judgeCase(answered('GET', '/v2/../extended/../admin', 404, '{}', upstream)).map((v) => v.signature)).toEqual([
       'upstream:passthrough-prefix',
       'upstream:passthrough-dot-segment',

@@ -79,8 +79,19 @@ async function apply(step: Step, upstream: ActivityUpstream, proxy: ProxyServer)
       upstream.mine([]);
       return followTip(proxy);
     case 'broadcast': {
-      const tx = await makeSTXTokenTransfer({ recipient: PRINCIPALS[step.to] as string, amount: 1n, senderKey: KEYS[step.from] as string, network: 'testnet', fee: 200n, nonce: nonce++ });
-      const sent = await fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tx: tx.serialize() }) });
+      const tx = await makeSTXTokenTransfer({
+        recipient: PRINCIPALS[step.to] as string,
+        amount: 1n,
+        senderKey: KEYS[step.from] as string,
+        network: 'testnet',
+        fee: 200n,
+        nonce: nonce++,
+      });
+      const sent = await fetchRaw(`${proxy.url}/v2/transactions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tx: tx.serialize() }),
+      });
       expect(sent.status).toBe(200);
       return;
     }

@@ -192,7 +192,11 @@ describe('purges, through one instance, seen in both memory tiers and Redis', ()
     const target = `/extended/v1/address/${P}/transactions?limit=5`;
     await warm([target, `/extended/v1/address/${P}/transactions?limit=6`, OTHER_BLOCK]);
     // Another spelling of the same request: offset=0 is the default, parameters in another order.
-    await expectPurged({ url: `/extended/v1/address/${P}/transactions?offset=0&limit=5` }, [target], [`/extended/v1/address/${P}/transactions?limit=6`, OTHER_BLOCK]);
+    await expectPurged(
+      { url: `/extended/v1/address/${P}/transactions?offset=0&limit=5` },
+      [target],
+      [`/extended/v1/address/${P}/transactions?limit=6`, OTHER_BLOCK],
+    );
   });
 
   it('url of a tx/multiple list: its members, which /tx/{id} shares', async () => {
@@ -260,8 +264,16 @@ describe('purges, through one instance, seen in both memory tiers and Redis', ()
 describe('the public port', () => {
   it('serves neither /admin nor /metrics by default, and /ready without details; the admin listener has them', async () => {
     upstream.resetCounts();
-    for (const [method, path] of [['GET', '/admin/cache'], ['POST', '/admin/purge'], ['GET', '/metrics']] as const) {
-      const answer = await fetchRaw(first.url + path, { method, headers: { authorization: `Bearer ${TOKEN}` }, body: method === 'POST' ? '{"all":true}' : undefined });
+    for (const [method, path] of [
+      ['GET', '/admin/cache'],
+      ['POST', '/admin/purge'],
+      ['GET', '/metrics'],
+    ] as const) {
+      const answer = await fetchRaw(first.url + path, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: method === 'POST' ? '{"all":true}' : undefined,
+      });
       expect(answer.status, path).toBe(404);
       expect(answer.body.toString()).toBe(`{"message":"Route ${method}:${path} not found","error":"Not Found","statusCode":404}`);
     }
@@ -269,7 +281,10 @@ describe('the public port', () => {
     const ready = await fetchRaw(`${first.url}/ready`);
     expect(ready.status).toBe(200);
     expect(ready.body.toString()).toBe('{"status":"ready"}');
-    const detailed = JSON.parse((await fetchRaw(`${first.adminUrl}/ready`)).body.toString()) as { status: string; details: { tipHeight: number; upstreams: unknown[] } };
+    const detailed = JSON.parse((await fetchRaw(`${first.adminUrl}/ready`)).body.toString()) as {
+      status: string;
+      details: { tipHeight: number; upstreams: unknown[] };
+    };
     expect(detailed.status).toBe('ready');
     expect(detailed.details.tipHeight).toBe(RECORDED.tipHeight);
     expect(detailed.details.upstreams).toHaveLength(1);
@@ -295,7 +310,12 @@ describe('without ADMIN_TOKEN', () => {
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        lines.push(...chunk.toString().split('\n').filter((line) => line.length > 0));
+        lines.push(
+          ...chunk
+            .toString()
+            .split('\n')
+            .filter((line) => line.length > 0),
+        );
         done();
       },
     });
@@ -306,8 +326,15 @@ describe('without ADMIN_TOKEN', () => {
       const off = lines.filter((line) => line.includes('admin API off'));
       expect(off).toHaveLength(1);
       expect(JSON.parse(off[0]!)).toMatchObject({ level: 40, msg: 'admin API off: ADMIN_TOKEN is not set (/admin/* answers 404)' });
-      for (const [method, path] of [['GET', '/admin/cache'], ['POST', '/admin/purge']] as const) {
-        const answer = await fetchRaw(proxy.adminUrl + path, { method, headers: { authorization: `Bearer ${TOKEN}` }, body: method === 'POST' ? '{"all":true}' : undefined });
+      for (const [method, path] of [
+        ['GET', '/admin/cache'],
+        ['POST', '/admin/purge'],
+      ] as const) {
+        const answer = await fetchRaw(proxy.adminUrl + path, {
+          method,
+          headers: { authorization: `Bearer ${TOKEN}` },
+          body: method === 'POST' ? '{"all":true}' : undefined,
+        });
         expect(answer.status).toBe(404);
         expect(answer.body.toString()).toBe(`{"message":"Route ${method}:${path} not found","error":"Not Found","statusCode":404}`);
       }
@@ -316,7 +343,6 @@ describe('without ADMIN_TOKEN', () => {
       await proxy.close();
     }
   });
-
 });
 
 describe('without Redis', () => {

@@ -68,7 +68,10 @@ describe('warm-up of a new block', () => {
       const read = await get(p, path);
       expect(read.cache, path).toBe('HIT');
       expect(read.body.equals((await fetchRaw(upstream.url + path)).body), path).toBe(true);
-      expect(upstream.count((r) => r.url === path && r.headers['x-request-id'] === undefined), path).toBe(2); // the warm-up's, and this test's own
+      expect(
+        upstream.count((r) => r.url === path && r.headers['x-request-id'] === undefined),
+        path,
+      ).toBe(2); // the warm-up's, and this test's own
     }
     // The first tip, at start, was warmed too: one block then, one now.
     expect(await warmed(p, { kind: 'block', outcome: 'fetched' })).toBe(2);

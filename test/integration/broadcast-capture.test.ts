@@ -49,7 +49,10 @@ describe('the broadcast capture budget', () => {
     const bodies = Array.from({ length: SENDERS }, (_, i) => Buffer.alloc(BODY_BYTES, 0x41 + i));
     const sent = bodies.map((body) => partialBroadcast(proxy.url, body));
     // Every body but its last byte has reached the upstream: the uncaptured ones were not held back.
-    await waitFor(async () => upstream.broadcastBytesSoFar === SENDERS * (BODY_BYTES - 1), { timeoutMs: 20_000, what: 'the upstream to receive every body but its last byte' });
+    await waitFor(async () => upstream.broadcastBytesSoFar === SENDERS * (BODY_BYTES - 1), {
+      timeoutMs: 20_000,
+      what: 'the upstream to receive every body but its last byte',
+    });
 
     const capture = proxy.broadcastCapture;
     expect(capture).toBeDefined();
@@ -73,14 +76,22 @@ describe('the broadcast capture budget', () => {
     const before = { bytes: upstream.broadcastBytesSoFar, bodies: upstream.broadcasts.length, over: proxy.broadcastCapture?.overBudget ?? 0 };
     const bodies = Array.from({ length: SENDERS }, (_, i) => Buffer.alloc(BODY_BYTES, 0x61 + i));
     const sent = bodies.map((body) => partialBroadcast(proxy.url, body, true));
-    await waitFor(async () => upstream.broadcastBytesSoFar - before.bytes === SENDERS * (BODY_BYTES - 1), { timeoutMs: 20_000, what: 'the upstream to receive every body but its last byte' });
+    await waitFor(async () => upstream.broadcastBytesSoFar - before.bytes === SENDERS * (BODY_BYTES - 1), {
+      timeoutMs: 20_000,
+      what: 'the upstream to receive every body but its last byte',
+    });
     const capture = proxy.broadcastCapture;
     expect(capture?.held).toBeLessThanOrEqual(BUDGET);
     expect(capture?.peak).toBeLessThanOrEqual(BUDGET);
     expect((capture?.overBudget ?? 0) - before.over).toBeGreaterThanOrEqual(SENDERS - Math.floor(BUDGET / BODY_BYTES));
     for (const broadcast of sent) broadcast.finish();
     expect(await Promise.all(sent.map((s) => s.answer))).toEqual(Array.from({ length: SENDERS }, () => 200));
-    expect(upstream.broadcasts.slice(before.bodies).map((b) => b.toString('latin1')).sort()).toEqual(bodies.map((b) => b.toString('latin1')).sort());
+    expect(
+      upstream.broadcasts
+        .slice(before.bodies)
+        .map((b) => b.toString('latin1'))
+        .sort(),
+    ).toEqual(bodies.map((b) => b.toString('latin1')).sort());
     await waitFor(async () => capture?.held === 0, { timeoutMs: 5_000, what: 'the capture budget to be given back' });
   });
 });

@@ -66,7 +66,12 @@ class SendFlowUpstream {
   }
 
   accountBody(principal: string) {
-    return { balance: '0x0000000000000000000000003b9aca00', locked: '0x00000000000000000000000000000000', unlock_height: 0, nonce: this.account(principal).confirmed };
+    return {
+      balance: '0x0000000000000000000000003b9aca00',
+      locked: '0x00000000000000000000000000000000',
+      unlock_height: 0,
+      nonce: this.account(principal).confirmed,
+    };
   }
 
   mempoolBody(principal: string) {
@@ -125,7 +130,15 @@ const walletReads = (upstream: SendFlowUpstream, p: string) => [
 
 async function transfer(upstream: SendFlowUpstream, options: { sponsored?: boolean } = {}) {
   const nonce = upstream.account(SENDER).confirmed + upstream.account(SENDER).pending.length;
-  let tx = await makeSTXTokenTransfer({ recipient: RECIPIENT, amount: 1n, senderKey, network: 'testnet', fee: options.sponsored ? 0n : 200n, nonce, sponsored: options.sponsored });
+  let tx = await makeSTXTokenTransfer({
+    recipient: RECIPIENT,
+    amount: 1n,
+    senderKey,
+    network: 'testnet',
+    fee: options.sponsored ? 0n : 200n,
+    nonce,
+    sponsored: options.sponsored,
+  });
   let sponsorNonce: number | undefined;
   if (options.sponsored) {
     sponsorNonce = upstream.account(SPONSOR).confirmed + upstream.account(SPONSOR).pending.length;
@@ -262,8 +275,13 @@ describe('search answers that name the mempool', () => {
     // The upstream finds the transaction in its mempool until a replacement (same nonce, higher fee) evicts it.
     let evicted = false;
     const searchBody = () =>
-      evicted ? { found: false, result: { entity_type: 'tx_id' }, error: `No block or transaction found with hash "${txId}"` } : { found: true, result: { entity_id: txId, entity_type: 'mempool_tx_id' } };
-    upstream.server.script({ match: /^\/extended\/v1\/search\//, answer: () => ({ status: evicted ? 404 : 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(searchBody()) }) });
+      evicted
+        ? { found: false, result: { entity_type: 'tx_id' }, error: `No block or transaction found with hash "${txId}"` }
+        : { found: true, result: { entity_id: txId, entity_type: 'mempool_tx_id' } };
+    upstream.server.script({
+      match: /^\/extended\/v1\/search\//,
+      answer: () => ({ status: evicted ? 404 : 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(searchBody()) }),
+    });
     const url = `${proxy.url}/extended/v1/search/${txId}`;
     const cached = await fetchRaw(url);
     expect([cached.status, cached.headers.get('x-cache-class')]).toEqual([200, 'mempool']);

@@ -31,7 +31,10 @@ describe('pipelining', () => {
     upstream.setDelay(50, /^\/v2\/info/);
     upstream.resetCounts();
     const count = 40;
-    const requests = Array.from({ length: count }, (_, i) => `GET /v2/info?n=${i} HTTP/1.1\r\nHost: x\r\nX-Request-Id: p${i}\r\n${i === count - 1 ? 'Connection: close\r\n' : ''}\r\n`);
+    const requests = Array.from(
+      { length: count },
+      (_, i) => `GET /v2/info?n=${i} HTTP/1.1\r\nHost: x\r\nX-Request-Id: p${i}\r\n${i === count - 1 ? 'Connection: close\r\n' : ''}\r\n`,
+    );
     const answers = parseResponses(await exchangeRaw(proxy.port, requests.join('')));
     expect(answers.map((a) => a.status)).toEqual(Array(count).fill(200));
     expect(answers.map((a) => a.headers['x-request-id'])).toEqual(requests.map((_, i) => `p${i}`));
@@ -45,7 +48,9 @@ describe('pipelining', () => {
     upstream.setDelay(50, /^\/extended\/v2\/blocks\//);
     upstream.resetCounts();
     const heights = Array.from({ length: 12 }, (_, i) => i + 1);
-    const requests = heights.map((h, i) => `GET /extended/v2/blocks/${h} HTTP/1.1\r\nHost: x\r\n${i === heights.length - 1 ? 'Connection: close\r\n' : ''}\r\n`);
+    const requests = heights.map(
+      (h, i) => `GET /extended/v2/blocks/${h} HTTP/1.1\r\nHost: x\r\n${i === heights.length - 1 ? 'Connection: close\r\n' : ''}\r\n`,
+    );
     const answers = parseResponses(await exchangeRaw(proxy.port, requests.join('')));
     expect(answers.map((a) => JSON.parse(a.body).height)).toEqual(heights);
     expect(upstream.peakInFlight).toBe(2);
@@ -71,7 +76,9 @@ describe('Expect: 100-continue', () => {
     const before = await metricValue(proxy, 'stacks_proxy_upstream_requests_total', { route: 'passthrough', status: '200' });
     const socket = await openSocket(proxy.port);
     const received = readUntilClosed(socket);
-    socket.write('POST /v2/transactions HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n');
+    socket.write(
+      'POST /v2/transactions HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 2\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n',
+    );
     const interim = await new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1'))));
     expect(interim).toBe('HTTP/1.1 100 Continue\r\n\r\n');
     socket.write('\x00\x01');
@@ -89,11 +96,20 @@ describe('an upstream that answers a large upload early', () => {
     upstream.failNext(1, { status: 413, close: true }, /^\/v2\/transactions/);
     const body = Buffer.alloc(16 * 1024 * 1024, 7);
     const answer = await new Promise<{ status: number; body: string; connection?: string }>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port: proxy.port, path: '/v2/transactions', method: 'POST', headers: { 'content-type': 'application/octet-stream', 'content-length': body.length } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), connection: res.headers.connection }));
-      });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: proxy.port,
+          path: '/v2/transactions',
+          method: 'POST',
+          headers: { 'content-type': 'application/octet-stream', 'content-length': body.length },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), connection: res.headers.connection }));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -108,7 +124,7 @@ describe('an upstream that answers a large upload early', () => {
 });
 
 describe('request heads', () => {
-  it('closes a connection whose head never ends, an upgrade request\'s too', async () => {
+  it("closes a connection whose head never ends, an upgrade request's too", async () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor(upstream.url, { server: { headersTimeoutMs: 200 } });
     const socket = await openSocket(proxy.port);

@@ -118,7 +118,9 @@ describe('WebSocket upgrades when WebSockets are not forwarded', () => {
     socket.on('error', () => undefined);
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
     const answered = new Promise<string>((resolve) => socket.once('data', (chunk: Buffer) => resolve(chunk.toString())));
-    socket.write('GET /extended/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+    socket.write(
+      'GET /extended/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+    );
     // Not upgraded: the upstream's 404, and nothing reaches the upstream.
     expect(await answered).toMatch(/^HTTP\/1\.1 404 Not Found\r\n/);
     expect(upstream.count('/extended/v1/ws')).toBe(0);

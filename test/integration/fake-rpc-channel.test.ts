@@ -40,8 +40,14 @@ describe('fake upstream JSON-RPC channel', () => {
       [{ event: 'tx_update', tx_id: TX.slice(2).toUpperCase() }, `{"jsonrpc":"2.0","id":1,"result":{"tx_id":"${TX}"}}`],
       [{ event: 'address_tx_update', address: RECORDED.principal }, `{"jsonrpc":"2.0","id":1,"result":{"address":"${RECORDED.principal}"}}`],
       [{ event: 'tx_update', tx_id: '0x12' }, '{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid params","code":-32602,"data":"invalid tx_id"}}'],
-      [{ event: 'address_balance_update', address: 'nope' }, '{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid params","code":-32602,"data":"invalid address"}}'],
-      [{ event: 'nonsense' }, '{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid params","code":-32602,"data":"subscription request must use a valid event name"}}'],
+      [
+        { event: 'address_balance_update', address: 'nope' },
+        '{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid params","code":-32602,"data":"invalid address"}}',
+      ],
+      [
+        { event: 'nonsense' },
+        '{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid params","code":-32602,"data":"subscription request must use a valid event name"}}',
+      ],
       [{}, '{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid params","code":-32602,"data":"subscription requests must include an event name"}}'],
     ];
     for (const [params, reply] of exchanges) {
@@ -55,12 +61,21 @@ describe('fake upstream JSON-RPC channel', () => {
   it('answers batches as arrays, ignores client notifications, and refuses what it cannot read', async () => {
     const { ws, next } = await connect();
     ws.send('{"jsonrpc":"2.0","method":"subscribe","params":{"event":"block"}}');
-    ws.send(JSON.stringify([{ jsonrpc: '2.0', method: 'subscribe', params: { event: 'mempool' }, id: 'a' }, { jsonrpc: '2.0', method: 'unsubscribe', params: { event: 'mempool' }, id: 'b' }]));
+    ws.send(
+      JSON.stringify([
+        { jsonrpc: '2.0', method: 'subscribe', params: { event: 'mempool' }, id: 'a' },
+        { jsonrpc: '2.0', method: 'unsubscribe', params: { event: 'mempool' }, id: 'b' },
+      ]),
+    );
     expect(await next()).toBe('[{"jsonrpc":"2.0","id":"a","result":{}},{"jsonrpc":"2.0","id":"b","result":{}}]');
     ws.send('not json');
     expect(JSON.parse(await next())).toMatchObject({ id: null, error: { code: -32700 } });
     ws.send(Buffer.from('{}'), { binary: true });
-    expect(JSON.parse(await next())).toEqual({ jsonrpc: '2.0', id: null, error: { message: 'Parse error', code: -32700, data: 'unexpected data type: Buffer' } });
+    expect(JSON.parse(await next())).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { message: 'Parse error', code: -32700, data: 'unexpected data type: Buffer' },
+    });
   });
 
   it('pushes the chain’s new blocks and pending transactions to their subscribers only', async () => {

@@ -96,7 +96,7 @@ describe('an answer whose position contradicts the verified chain', () => {
     const proxy = await proxyFor([liar, honest]);
     const list = `/extended/v1/tx/multiple?tx_id=${RECORDED.confirmedTxId}`;
     const body = await lyingBody(liar, list, (answer) => {
-      ((answer[RECORDED.confirmedTxId] as { result: Record<string, unknown> }).result).block_height = 999_999_999;
+      (answer[RECORDED.confirmedTxId] as { result: Record<string, unknown> }).result.block_height = 999_999_999;
     });
     liar.setFailing({ status: 200, body }, exactly(list));
     liar.resetCounts();
@@ -112,7 +112,7 @@ describe('an answer whose position contradicts the verified chain', () => {
     const proxy = await proxyFor([upstream]);
     const list = `/extended/v1/tx/multiple?tx_id=${RECORDED.confirmedTxId}`;
     const body = await lyingBody(upstream, list, (answer) => {
-      ((answer[RECORDED.confirmedTxId] as { result: Record<string, unknown> }).result).burn_block_height = 1;
+      (answer[RECORDED.confirmedTxId] as { result: Record<string, unknown> }).result.burn_block_height = 1;
     });
     upstream.setFailing({ status: 200, body }, exactly(list));
     expect((await fetchRaw(proxy.url + list)).status).toBe(502);

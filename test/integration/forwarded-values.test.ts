@@ -89,7 +89,11 @@ describe('numbers reach the upstream as the client wrote the digits', () => {
 
   it('keys every spelling of one number together, and numbers the upstream reads apart, apart', async () => {
     await forwarded(`/extended/v1/address/${P}/transactions?limit=07&offset=${D61}`);
-    for (const spelling of [`limit=7&offset=${D61}`, `limit=007&offset=999999999999999949387135297074018866963645011013410073083904`, `limit=7e0&offset=1e60`]) {
+    for (const spelling of [
+      `limit=7&offset=${D61}`,
+      `limit=007&offset=999999999999999949387135297074018866963645011013410073083904`,
+      `limit=7e0&offset=1e60`,
+    ]) {
       const { urls } = await forwarded(`/extended/v1/address/${P}/transactions?${spelling}`);
       expect(urls, spelling).toEqual([]);
     }

@@ -217,9 +217,7 @@ describe('single-flight', () => {
 
 describe('input the upstream would reject', () => {
   const routePatterns = ROUTES.map((r) => new RegExp(`^${r.path.replace(/:[a-z_]+/g, '[^/]+')}/?$`));
-  const rejected = loadRecordings().filter(
-    (r) => r.status === 400 && routePatterns.some((re) => re.test(pathOf(r.path))),
-  );
+  const rejected = loadRecordings().filter((r) => r.status === 400 && routePatterns.some((re) => re.test(pathOf(r.path))));
 
   it(`answers all ${rejected.length} recorded 400s itself, byte for byte, with no upstream request`, async () => {
     const p = await start();
@@ -256,10 +254,17 @@ describe('input the upstream would reject', () => {
     // A whole-segment "." or ".." (also encoded) is no parameter but a dot segment, resolved once
     // before routing (a URL normaliser on the way would resolve it too): what reaches the upstream
     // is the resolved path, never the dot segment.
-    for (const [segment, decided] of [['..', '/extended/v1/events'], ['%2E%2E', '/extended/v1/events'], ['.', '/extended/v1/contract/events']]) {
+    for (const [segment, decided] of [
+      ['..', '/extended/v1/events'],
+      ['%2E%2E', '/extended/v1/events'],
+      ['.', '/extended/v1/contract/events'],
+    ]) {
       upstream.resetCounts();
       await getLiteralPath(p.url, `/extended/v1/contract/${segment}/events`);
-      expect(upstream.requests.map((r) => r.path), segment).toEqual([decided]);
+      expect(
+        upstream.requests.map((r) => r.path),
+        segment,
+      ).toEqual([decided]);
     }
   });
 

@@ -167,7 +167,11 @@ describe('rate-limited upstreams', () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('7');
     expect(refused.body.toString()).toBe(
-      JSON.stringify({ statusCode: 503, error: 'Service Unavailable', message: 'The upstream API is rate limiting this proxy; retry after the time in Retry-After' }),
+      JSON.stringify({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: 'The upstream API is rate limiting this proxy; retry after the time in Retry-After',
+      }),
     );
     expect(upstream.count()).toBe(1); // inside its Retry-After: not sent at all
     clock.advance(3_000);

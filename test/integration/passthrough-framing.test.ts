@@ -57,12 +57,24 @@ describe('passthrough request framing', () => {
     const { upstream, proxy } = await setup();
     const connections = ['keep-alive, content-length', 'content-length, transfer-encoding', 'keep-alive'];
     for (const connection of connections) {
-      await exchangeRaw(proxy.port, head(method, '/v2/info', [`Connection: ${connection}`, `Content-Length: ${SMUGGLED.length}`]) + SMUGGLED + head('GET', '/v2/after', ['Connection: close']));
+      await exchangeRaw(
+        proxy.port,
+        head(method, '/v2/info', [`Connection: ${connection}`, `Content-Length: ${SMUGGLED.length}`]) +
+          SMUGGLED +
+          head('GET', '/v2/after', ['Connection: close']),
+      );
       const chunked = `${SMUGGLED.length.toString(16)}\r\n${SMUGGLED}\r\n0\r\n\r\n`;
-      await exchangeRaw(proxy.port, head(method, '/v2/info', [`Connection: ${connection}`, 'Transfer-Encoding: chunked']) + chunked + head('GET', '/v2/after', ['Connection: close']));
+      await exchangeRaw(
+        proxy.port,
+        head(method, '/v2/info', [`Connection: ${connection}`, 'Transfer-Encoding: chunked']) + chunked + head('GET', '/v2/after', ['Connection: close']),
+      );
     }
     const once = [`${method} /v2/info ""`, 'GET /v2/after ""'];
-    expect(parsed(upstream)).toEqual(Array.from({ length: connections.length * 2 }, () => once).flat().sort());
+    expect(parsed(upstream)).toEqual(
+      Array.from({ length: connections.length * 2 }, () => once)
+        .flat()
+        .sort(),
+    );
     for (const request of upstream.clientRequests()) {
       expect(request.headers['content-length'], request.method).toBeUndefined();
       expect(request.headers['transfer-encoding'], request.method).toBeUndefined();
@@ -73,13 +85,20 @@ describe('passthrough request framing', () => {
   it('forwards a POST body framed by the length Node parsed, whatever Connection names, and the next request after it', async () => {
     const { upstream, proxy } = await setup();
     const body = `{"tx":"${'ab'.repeat(40)}"}`;
-    const post = head('POST', '/v2/transactions', ['Connection: keep-alive, content-length, transfer-encoding', 'Content-Type: application/json', `Content-Length: ${body.length}`]) + body;
+    const post =
+      head('POST', '/v2/transactions', [
+        'Connection: keep-alive, content-length, transfer-encoding',
+        'Content-Type: application/json',
+        `Content-Length: ${body.length}`,
+      ]) + body;
     const chunkedPost =
       head('POST', '/v2/transactions', ['Connection: transfer-encoding', 'Content-Type: application/json', 'Transfer-Encoding: chunked']) +
       `5\r\n${body.slice(0, 5)}\r\n${(body.length - 5).toString(16)}\r\n${body.slice(5)}\r\n0\r\n\r\n`;
     const answers = parseResponses(await exchangeRaw(proxy.port, post + chunkedPost + head('GET', '/v2/info', ['Connection: close'])));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
-    expect(parsed(upstream)).toEqual([`POST /v2/transactions ${JSON.stringify(body)}`, `POST /v2/transactions ${JSON.stringify(body)}`, 'GET /v2/info ""'].sort());
+    expect(parsed(upstream)).toEqual(
+      [`POST /v2/transactions ${JSON.stringify(body)}`, `POST /v2/transactions ${JSON.stringify(body)}`, 'GET /v2/info ""'].sort(),
+    );
     expect(upstream.unparsed).toEqual([]);
   });
 });
@@ -166,7 +185,7 @@ describe('passthrough answers the client did not ask for', () => {
     expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
   });
 
-  it('streams an answer far larger than the socket buffers whole and byte for byte, at the client\'s pace', async () => {
+  it("streams an answer far larger than the socket buffers whole and byte for byte, at the client's pace", async () => {
     const { upstream, proxy } = await setup();
     const size = 16 * 1024 * 1024;
     const body = Buffer.alloc(size);
@@ -202,7 +221,10 @@ describe('passthrough answers the client did not ask for', () => {
     defer(() => proxy.close());
     const declared = 1_000_000;
     // A tenth of the body: the rest never comes, so only the proxy can end this connection.
-    const stream = await exchangeRaw(proxy.port, head('POST', '/v2/early', ['Content-Type: application/json', `Content-Length: ${declared}`]) + 'x'.repeat(declared / 10));
+    const stream = await exchangeRaw(
+      proxy.port,
+      head('POST', '/v2/early', ['Content-Type: application/json', `Content-Length: ${declared}`]) + 'x'.repeat(declared / 10),
+    );
     const answers = parseResponses(stream);
     expect(answers.map((a) => [a.status, a.body])).toEqual([[413, '{}']]);
     expect(stream).toMatch(/\r\nx-cache: BYPASS\r\n/i);

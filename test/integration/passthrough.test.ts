@@ -94,7 +94,7 @@ describe('passthrough', () => {
     await orphan.close();
   });
 
-  it('answers with the request id it sent upstream, the client\'s or a new one', async () => {
+  it("answers with the request id it sent upstream, the client's or a new one", async () => {
     const echoed = await fetchRaw(`${proxy.url}/v2/info`, { headers: { 'x-request-id': 'pass-2' } });
     expect(echoed.headers.get('x-request-id')).toBe('pass-2');
     const fresh = await fetchRaw(`${proxy.url}/v2/info?fresh`);

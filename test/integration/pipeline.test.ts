@@ -19,7 +19,7 @@ async function proxyFor(upstreamUrl: string, passthrough: boolean): Promise<Prox
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('own endpoints', () => {
-  it('carry X-Request-Id: the client\'s when it sends one, a new one otherwise', async () => {
+  it("carry X-Request-Id: the client's when it sends one, a new one otherwise", async () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor(upstream.url, true);
     // The public port's and the admin listener's (which alone serves /metrics by default).
@@ -55,11 +55,15 @@ describe('own endpoints', () => {
     expect(upstream.count()).toBe(0);
   });
 
-  it('answer GET and HEAD on their exact paths only; anything else is off the passthrough\'s allow-list: a local 404', async () => {
+  it("answer GET and HEAD on their exact paths only; anything else is off the passthrough's allow-list: a local 404", async () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor(upstream.url, true);
     upstream.resetCounts();
-    for (const [method, path] of [['POST', '/health'], ['GET', '/health/'], ['GET', '/HEALTH']] as const) {
+    for (const [method, path] of [
+      ['POST', '/health'],
+      ['GET', '/health/'],
+      ['GET', '/HEALTH'],
+    ] as const) {
       const response = await fetchRaw(proxy.url + path, { method });
       expect(response.status, `${method} ${path}`).toBe(404);
       expect(response.body.toString(), `${method} ${path}`).toBe(`{"message":"Route ${method}:${path} not found","error":"Not Found","statusCode":404}`);
@@ -70,7 +74,7 @@ describe('own endpoints', () => {
 });
 
 describe('without the passthrough', () => {
-  it('answers an unknown path with the upstream\'s 404, quoting method and target as sent, and asks no upstream', async () => {
+  it("answers an unknown path with the upstream's 404, quoting method and target as sent, and asks no upstream", async () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor(upstream.url, false);
     upstream.resetCounts();

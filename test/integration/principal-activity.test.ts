@@ -30,12 +30,19 @@ async function signedTransfer(recipient = BOB): Promise<string> {
 }
 
 const broadcast = (proxy: ProxyServer, body: string | Buffer, contentType = 'application/json') =>
-  fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+  fetchRaw(`${proxy.url}/v2/transactions`, {
+    method: 'POST',
+    headers: { 'content-type': contentType },
+    body: typeof body === 'string' ? body : new Uint8Array(body),
+  });
 
 /** A sender of its own: nothing cached about it yet. */
 async function freshSender(): Promise<{ address: string; transfer: () => Promise<string> }> {
   const key = randomPrivateKey();
-  return { address: privateKeyToAddress(key, 'testnet'), transfer: async () => (await makeSTXTokenTransfer({ recipient: BOB, amount: 1n, senderKey: key, network: 'testnet', fee: 200n, nonce: 0n })).serialize() };
+  return {
+    address: privateKeyToAddress(key, 'testnet'),
+    transfer: async () => (await makeSTXTokenTransfer({ recipient: BOB, amount: 1n, senderKey: key, network: 'testnet', fee: 200n, nonce: 0n })).serialize(),
+  };
 }
 const pendingOf = (answer: { body: Buffer }): number => JSON.parse(answer.body.toString()).pending_txs as number;
 
@@ -96,7 +103,10 @@ describe('broadcast-aware invalidation (one instance)', () => {
       const joinedBefore = await joined();
       const askedBefore = upstream.count(new RegExp(`/address/${sender.address}/stx$`));
       // B is under way once it either joined A's flight or asked the upstream itself.
-      await waitFor(async () => (await joined()) > joinedBefore || upstream.count(new RegExp(`/address/${sender.address}/stx$`)) > askedBefore, { timeoutMs: 5_000, what: 'read B to start' });
+      await waitFor(async () => (await joined()) > joinedBefore || upstream.count(new RegExp(`/address/${sender.address}/stx$`)) > askedBefore, {
+        timeoutMs: 5_000,
+        what: 'read B to start',
+      });
       held.release();
       expect(pendingOf(await readA)).toBe(0); // asked before the broadcast: the answer of then
       expect(pendingOf(await readB)).toBe(1); // the upstream's answer at B's moment
@@ -124,7 +134,11 @@ describe('broadcast-aware invalidation (one instance)', () => {
     await fetchRaw(proxy.url + balancePath(SENDER));
     expect((await fetchRaw(proxy.url + balancePath(SENDER))).headers.get('x-cache')).toBe('HIT');
     const tx = await makeSTXTokenTransfer({ recipient: BOB, amount: 1n, senderKey, network: 'testnet', fee: 200n, nonce: nonce++ });
-    const sent = await fetchRaw(`${proxy.url}/v2/transactions`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(tx.serializeBytes()) });
+    const sent = await fetchRaw(`${proxy.url}/v2/transactions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: Buffer.from(tx.serializeBytes()),
+    });
     expect(sent.status).toBe(200);
     const after = await fetchRaw(proxy.url + balancePath(SENDER));
     expect(after.headers.get('x-cache')).not.toBe('HIT');
@@ -364,7 +378,7 @@ describe('block learning', () => {
     expect((await read(CAROL)).asked).toBe(true); // named on the second page only
   });
 
-  it("refetches after a block whose events could not be read", async () => {
+  it('refetches after a block whose events could not be read', async () => {
     await aliceCachedAndOneQuietBlock();
     upstream.failing = /\/tx\/multiple/;
     upstream.mine([upstream.transfer(BOB, CAROL)]);
@@ -485,7 +499,7 @@ describe('block learning within its bounds', () => {
     await upstream.close();
   });
 
-  it("a block with more transactions than the pages it may read is unknown: every entry learned on is asked for again", async () => {
+  it('a block with more transactions than the pages it may read is unknown: every entry learned on is asked for again', async () => {
     await fetchRaw(proxy.url + historyPath(ALICE));
     upstream.mine([]);
     await followTip(proxy);

@@ -173,7 +173,9 @@ describe('the proxy process', () => {
       const costly = `[${'{},'.repeat(Math.floor((9.9 * 2 ** 20) / 3))}{}]`;
       const ids = ['aa', 'bb', 'cc'].map((byte) => `0x${byte.repeat(32)}`);
       upstream.setFailing({ status: 200, body: costly }, /\/extended\/v1\/tx\/0x/);
-      const statuses = await Promise.all(ids.map(async (id) => (await fetchRaw(`${url}/extended/v1/tx/${id}`)).status)).finally(() => upstream.setFailing(null));
+      const statuses = await Promise.all(ids.map(async (id) => (await fetchRaw(`${url}/extended/v1/tx/${id}`)).status)).finally(() =>
+        upstream.setFailing(null),
+      );
       expect(statuses).toEqual([502, 502, 502]);
       expect(child.exitCode).toBeNull();
       expect((await fetchRaw(`${url}/health`)).status).toBe(200);
@@ -213,7 +215,7 @@ describe('the proxy process', () => {
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(2);
-    expect(stderr).toContain('upstream.urls[0] (UPSTREAM_URLS): must be an upstream\'s base URL without a path');
+    expect(stderr).toContain("upstream.urls[0] (UPSTREAM_URLS): must be an upstream's base URL without a path");
     expect(stderr).toContain('(got "/api")');
   });
 

@@ -186,7 +186,7 @@ describe('anonymous clients, one process', () => {
     expect(upstreamReads()).toBe(1);
   });
 
-  it('puts what a passthrough request\'s missCost left on its answer', async () => {
+  it("puts what a passthrough request's missCost left on its answer", async () => {
     const proxy = await start({ anonymous: 6, hitCost: 1, missCost: 3 });
     const passed = await get(proxy, '/v2/info');
     expect(passed.status).toBe(200);
@@ -339,7 +339,9 @@ describe('API keys', () => {
 
 /** An upgrade request on the upstream's WebSocket path, as raw bytes. */
 const upgradeHead = (headers: Record<string, string> = {}): string =>
-  `GET /extended/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${Object.entries(headers)
+  `GET /extended/v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${Object.entries(
+    headers,
+  )
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('')}\r\n`;
 

@@ -65,7 +65,12 @@ function callReadSpec(): ReadSpec & { confirmed: number } {
     confirmed: 0,
     key: 'test:call-read:pox-4:get-pox-info:{"arguments":[],"sender":"SP000000000000000000002Q6VF78"}',
     label: 'call_read',
-    ask: { method: 'POST', path: '/v2/contracts/call-read/SP000000000000000000002Q6VF78/pox-4/get-pox-info', body: BODY, headers: { 'content-type': 'application/json' } },
+    ask: {
+      method: 'POST',
+      path: '/v2/contracts/call-read/SP000000000000000000002Q6VF78/pox-4/get-pox-info',
+      body: BODY,
+      headers: { 'content-type': 'application/json' },
+    },
     admit(answer, asked): Admission {
       let json: unknown;
       try {
@@ -73,11 +78,19 @@ function callReadSpec(): ReadSpec & { confirmed: number } {
       } catch {
         return { kind: 'failure', error: new UpstreamError('invalid', answer.upstream, 'not JSON') };
       }
-      if ((json as { okay?: unknown }).okay !== true) return { kind: 'failure', error: new UpstreamError('invalid', answer.upstream, 'not an answer to the call') };
+      if ((json as { okay?: unknown }).okay !== true)
+        return { kind: 'failure', error: new UpstreamError('invalid', answer.upstream, 'not an answer to the call') };
       const upstreamEtag = answer.headers.etag;
       return {
         kind: 'entry',
-        entry: { status: answer.status, body: answer.body, headers: forwardedHeaders(answer), upstreamEtag, etag: upstreamEtag ?? bodyEtag(answer.body), ...stamp({ cls: 'tip' }, asked) },
+        entry: {
+          status: answer.status,
+          body: answer.body,
+          headers: forwardedHeaders(answer),
+          upstreamEtag,
+          etag: upstreamEtag ?? bodyEtag(answer.body),
+          ...stamp({ cls: 'tip' }, asked),
+        },
       };
     },
     confirm(entry, asked) {
@@ -94,7 +107,11 @@ function readPathFor(urls: string[]) {
   const chain: ChainView = { tipHash: '0xaa', tipHeight: 100, reorgs: [] };
   const config = testConfig({ upstreamUrls: urls });
   const ttl = config.cache.ttl;
-  const health = new UpstreamHealth(config.upstream.urls.map((url) => new URL(url).origin), config.upstream, clock);
+  const health = new UpstreamHealth(
+    config.upstream.urls.map((url) => new URL(url).origin),
+    config.upstream,
+    clock,
+  );
   const upstream = new UpstreamClient(config.upstream, health, clock);
   defer(() => upstream.close());
   const store = new TieredStore(new MemoryStore({ maxBytes: 1 << 20, maxEntryBytes: 1 << 16, now: clock }), undefined, () => null);

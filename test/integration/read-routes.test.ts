@@ -38,10 +38,7 @@ const ENDPOINTS: Array<{ name: string; path: string; cls: string }> = [
   },
 ];
 
-describe.each([
-  { store: 'memory' as const },
-  { store: 'redis' as const },
-])('read routes with the $store store', ({ store }) => {
+describe.each([{ store: 'memory' as const }, { store: 'redis' as const }])('read routes with the $store store', ({ store }) => {
   let upstream: FakeUpstream;
   let proxy: ProxyServer;
   let redis: TestRedis | undefined;

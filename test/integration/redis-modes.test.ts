@@ -5,7 +5,16 @@
  * (rate limiting) counts on that Redis.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RECORDED, waitFor, startFakeUpstream, startRedis, startRedisCluster, startRedisSentinel, type FakeUpstream, type TestRedisDeployment } from '../../testkit/index.js';
+import {
+  RECORDED,
+  waitFor,
+  startFakeUpstream,
+  startRedis,
+  startRedisCluster,
+  startRedisSentinel,
+  type FakeUpstream,
+  type TestRedisDeployment,
+} from '../../testkit/index.js';
 import { fetchRaw } from '../support/http.js';
 import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 import type { ProxyServer } from '../../src/composition-root.js';

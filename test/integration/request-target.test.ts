@@ -77,7 +77,7 @@ describe('targets with more than one reading', () => {
     ['*', '*'],
     ['ftp://elsewhere.example/v2/info', 'ftp://elsewhere.example/v2/info'],
     ['/v2/info#/../../metrics', '/v2/info#/../../metrics'],
-  ])('refuses %s with the upstream\'s 400 and asks no upstream', async (target, quoted) => {
+  ])("refuses %s with the upstream's 400 and asks no upstream", async (target, quoted) => {
     upstream.resetCounts();
     const answer = await get(target, { 'x-request-id': 'bad-target' });
     expect(answer.status).toBe(400);
@@ -89,11 +89,14 @@ describe('targets with more than one reading', () => {
 });
 
 describe('targets node:http refuses before the proxy sees them', () => {
-  it.each(['elsewhere.example:443', 'http://elsewhere.example\\v2/info', '/v2/in fo', '/v2/info\u00e9'])('%s gets a 400 and asks no upstream', async (target) => {
-    upstream.resetCounts();
-    expect(parseResponses(await rawGet(proxy.port, target))[0]?.status).toBe(400);
-    expect(upstream.count()).toBe(0);
-  });
+  it.each(['elsewhere.example:443', 'http://elsewhere.example\\v2/info', '/v2/in fo', '/v2/info\u00e9'])(
+    '%s gets a 400 and asks no upstream',
+    async (target) => {
+      upstream.resetCounts();
+      expect(parseResponses(await rawGet(proxy.port, target))[0]?.status).toBe(400);
+      expect(upstream.count()).toBe(0);
+    },
+  );
 });
 
 /** What reached the upstream for the client request with this id. */
@@ -129,7 +132,7 @@ describe('the passthrough forwards the decided target byte for byte', () => {
 
 describe('the passthrough allow-list', () => {
   it.each(['/', '/x', '/extendedx', '/v2', '/v4/info', '/admin/../secret', '/extended/../debug/pprof', '/rosetta', '/socket.ioX/'])(
-    'answers %s with the upstream\'s 404 locally',
+    "answers %s with the upstream's 404 locally",
     async (target) => {
       upstream.resetCounts();
       const answer = await get(target);

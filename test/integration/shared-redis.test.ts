@@ -27,22 +27,21 @@ afterAll(async () => {
 });
 
 describe('two instances sharing Redis', () => {
-  it.each([
-    `/extended/v1/tx/${RECORDED.confirmedTxId}`,
-    `/extended/v1/address/${RECORDED.principal}/transactions?limit=5`,
-    '/extended/v2/mempool/fees',
-  ])('the second instance serves %s from Redis', async (path) => {
-    const fetched = await fetchRaw(first.url + path);
-    expect(fetched.headers.get('x-cache')).toBe('MISS');
-    upstream.resetCounts();
+  it.each([`/extended/v1/tx/${RECORDED.confirmedTxId}`, `/extended/v1/address/${RECORDED.principal}/transactions?limit=5`, '/extended/v2/mempool/fees'])(
+    'the second instance serves %s from Redis',
+    async (path) => {
+      const fetched = await fetchRaw(first.url + path);
+      expect(fetched.headers.get('x-cache')).toBe('MISS');
+      upstream.resetCounts();
 
-    const shared = await fetchRaw(second.url + path);
-    expect(shared.headers.get('x-cache')).toBe('HIT');
-    expect(shared.body.equals(fetched.body)).toBe(true);
-    expect(shared.headers.get('etag')).toBe(fetched.headers.get('etag'));
-    expect(shared.headers.get('x-cache-class')).toBe(fetched.headers.get('x-cache-class'));
-    expect(upstream.count()).toBe(0);
-  });
+      const shared = await fetchRaw(second.url + path);
+      expect(shared.headers.get('x-cache')).toBe('HIT');
+      expect(shared.body.equals(fetched.body)).toBe(true);
+      expect(shared.headers.get('etag')).toBe(fetched.headers.get('etag'));
+      expect(shared.headers.get('x-cache-class')).toBe(fetched.headers.get('x-cache-class'));
+      expect(upstream.count()).toBe(0);
+    },
+  );
 
   it('reports Redis as up and counts Redis hits', async () => {
     expect(await metricValue(second, 'stacks_proxy_redis_up')).toBe(1);

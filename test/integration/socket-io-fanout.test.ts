@@ -122,7 +122,14 @@ describe('Socket.IO fan-out (/socket.io/)', () => {
     const proxied = await rawFrames(proxy.url, '&subscriptions=block');
     await waitFor(async () => channel.roomSize('block') === 2, { ...WAIT, what: 'both subscribed upstream' });
     // JSON the upstream's serializer writes: escapes, unicode, big and negative numbers, nesting, empty values.
-    const block = { height: 9_007_199_254_740_991, hash: '0xab', note: 'caf\u00e9 \u2603 "q" \\ \n', txs: [], nested: { a: [1, -2.5e-7, null, true] }, empty: '' };
+    const block = {
+      height: 9_007_199_254_740_991,
+      hash: '0xab',
+      note: 'caf\u00e9 \u2603 "q" \\ \n',
+      txs: [],
+      nested: { a: [1, -2.5e-7, null, true] },
+      empty: '',
+    };
     channel.publish('block', block);
     const eventFrame = (frames: string[]) => frames.find((frame) => frame.startsWith('42'));
     await waitFor(async () => eventFrame(direct.frames) !== undefined && eventFrame(proxied.frames) !== undefined, { ...WAIT, what: 'the block frame' });
@@ -134,7 +141,10 @@ describe('Socket.IO fan-out (/socket.io/)', () => {
     const refusedDirect = await rawFrames(fake.url, '&subscriptions=block,nope,transaction:0xzz');
     const refusedProxied = await rawFrames(proxy.url, '&subscriptions=block,nope,transaction:0xzz');
     const connectError = (frames: string[]) => frames.find((frame) => frame.startsWith('44'));
-    await waitFor(async () => connectError(refusedDirect.frames) !== undefined && connectError(refusedProxied.frames) !== undefined, { ...WAIT, what: 'the refusals' });
+    await waitFor(async () => connectError(refusedDirect.frames) !== undefined && connectError(refusedProxied.frames) !== undefined, {
+      ...WAIT,
+      what: 'the refusals',
+    });
     expect(connectError(refusedProxied.frames)).toBe(connectError(refusedDirect.frames));
     expect(connectError(refusedDirect.frames)).toBe('44{"message":"Invalid topic: nope, transaction:0xzz"}');
   });
@@ -156,14 +166,18 @@ describe('Socket.IO fan-out (/socket.io/)', () => {
       const acks: string[] = [];
       socket.emit('subscribe', 'block:nope', (error: unknown) => acks.push(`invalid:${String(error)}`));
       socket.emit('subscribe', 42, (error: unknown) => acks.push(`number:${String(error)}`));
-      await new Promise<void>((resolve) => socket.emit('subscribe', ['mempool', `transaction:0x${'ab'.repeat(32)}`], (error: unknown) => {
-        acks.push(`list:${String(error)}`);
-        resolve();
-      }));
-      await new Promise<void>((resolve) => socket.emit('subscribe', '', (error: unknown) => {
-        acks.push(`empty:${String(error)}`);
-        resolve();
-      }));
+      await new Promise<void>((resolve) =>
+        socket.emit('subscribe', ['mempool', `transaction:0x${'ab'.repeat(32)}`], (error: unknown) => {
+          acks.push(`list:${String(error)}`);
+          resolve();
+        }),
+      );
+      await new Promise<void>((resolve) =>
+        socket.emit('subscribe', '', (error: unknown) => {
+          acks.push(`empty:${String(error)}`);
+          resolve();
+        }),
+      );
       return acks;
     };
     const proxied = await connect(proxy.url, ['websocket']);

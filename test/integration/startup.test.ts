@@ -139,7 +139,11 @@ describe('/ready before any tip', () => {
     try {
       const answer = await fetchRaw(`${proxy.adminUrl}/ready`);
       expect(answer.status).toBe(503);
-      const body = JSON.parse(answer.body.toString()) as { status: string; reason: string; details: { upstreams: { origin: string; lastError?: { message: string } }[] } };
+      const body = JSON.parse(answer.body.toString()) as {
+        status: string;
+        reason: string;
+        details: { upstreams: { origin: string; lastError?: { message: string } }[] };
+      };
       expect(body.status).toBe('not_ready');
       expect(body.reason).toMatch(new RegExp(`^chain tip not known yet \\(${dead}: connect from ${dead}: .*ECONNREFUSED.*; ${upstream.url}: .*500`));
       expect(body.details.upstreams.map((u) => u.lastError?.message)).toEqual([expect.stringContaining('ECONNREFUSED'), expect.stringContaining('500')]);

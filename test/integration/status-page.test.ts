@@ -36,10 +36,20 @@ interface Status {
     lastPollError: { message: string; upstream: string | null } | null;
     reorgs: { total: number; recent: Array<{ forkHeight: number; from: { height: number }; to: { height: number } }> };
   };
-  upstreams: Array<{ origin: string; usable: boolean; breaker: string; tipHeight: number | null; lagBlocks: number | null; lastError: { kind: string; message: string; route: string } | null }>;
+  upstreams: Array<{
+    origin: string;
+    usable: boolean;
+    breaker: string;
+    tipHeight: number | null;
+    lagBlocks: number | null;
+    lastError: { kind: string; message: string; route: string } | null;
+  }>;
   traffic: { requests: number; requestsPerSecond: number | null; upstreamRequests: number; upstreamRequestsPerSecond: number | null };
   hitRatio: { overall: Results; byClass: Record<string, Results>; byRoute: Record<string, Results> };
-  cache: { memory: { entries: number; bytes: number; maxBytes: number }; redis: { keys: number; usedMemoryBytes: number | null; maxBytes: number | null } | null };
+  cache: {
+    memory: { entries: number; bytes: number; maxBytes: number };
+    redis: { keys: number; usedMemoryBytes: number | null; maxBytes: number | null } | null;
+  };
   purges: { local: number; recent: Array<{ kind: string; origin: string }> };
   live: { pushFeed: boolean; fanout: boolean };
 }
@@ -119,7 +129,14 @@ describe('the JSON', () => {
     expect(first.chain.tip?.indexBlockHash).toBe(upstream.tip().index_block_hash);
     expect(first.chain.tip?.burnHeight).toBe(upstream.tip().burn_block_height);
     expect(first.upstreams).toHaveLength(1);
-    expect(first.upstreams[0]).toMatchObject({ origin: new URL(upstream.url).origin, usable: true, breaker: 'closed', tipHeight: upstream.tip().height, lagBlocks: 0, lastError: null });
+    expect(first.upstreams[0]).toMatchObject({
+      origin: new URL(upstream.url).origin,
+      usable: true,
+      breaker: 'closed',
+      tipHeight: upstream.tip().height,
+      lagBlocks: 0,
+      lastError: null,
+    });
 
     upstream.advanceTip(2);
     const moved = await statusWhen((s) => s.chain.tip?.height === upstream.tip().height, 'the tip two blocks on');

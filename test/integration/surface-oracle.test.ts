@@ -11,7 +11,16 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ClientMix, judgeExchanges, servedFigures, startSurfaceUpstream, startUrlCache, type OracleVerdict, type SendStats, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import {
+  ClientMix,
+  judgeExchanges,
+  servedFigures,
+  startSurfaceUpstream,
+  startUrlCache,
+  type OracleVerdict,
+  type SendStats,
+  type SurfaceUpstream,
+} from '../../testkit/surface-upstream/index.js';
 import { startTestProxy } from '../support/proxy-harness.js';
 
 const ROUNDS = 50;
@@ -64,7 +73,9 @@ async function runRounds(upstream: SurfaceUpstream, baseUrl: string, pollTip: ()
 function describeMismatches(verdict: OracleVerdict): string {
   return verdict.mismatches
     .slice(0, 5)
-    .map((m) => `${m.kind}${m.older ? ' (older answer)' : ''}: ${m.exchange.method} ${m.exchange.url} → ${m.exchange.status} ${m.exchange.answer.slice(0, 120)}`)
+    .map(
+      (m) => `${m.kind}${m.older ? ' (older answer)' : ''}: ${m.exchange.method} ${m.exchange.url} → ${m.exchange.status} ${m.exchange.answer.slice(0, 120)}`,
+    )
     .join('\n');
 }
 

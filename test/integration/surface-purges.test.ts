@@ -36,15 +36,28 @@ beforeAll(async () => {
   otherTx = await signed();
   upstream = await startSurfaceTestUpstream();
   const p = '([A-Z0-9]+)';
-  upstream.script({ match: new RegExp(`^/extended/v1/address/${p}/nonces$`), answer: (r) => withEtag(r, `pm-${r.url}`, { possible_next_nonce: 3, url: r.url }) });
-  upstream.script({ match: new RegExp(`^/extended/v3/principals/${p}/nonces$`), answer: (r) => withEtag(r, `pm-${r.url}`, { possible_next_nonce: 3, url: r.url }) });
+  upstream.script({
+    match: new RegExp(`^/extended/v1/address/${p}/nonces$`),
+    answer: (r) => withEtag(r, `pm-${r.url}`, { possible_next_nonce: 3, url: r.url }),
+  });
+  upstream.script({
+    match: new RegExp(`^/extended/v3/principals/${p}/nonces$`),
+    answer: (r) => withEtag(r, `pm-${r.url}`, { possible_next_nonce: 3, url: r.url }),
+  });
   upstream.script({ match: /^\/extended\/v1\/tx\/mempool\?address=/, answer: (r) => withEtag(r, 'mempool-1', { results: [], url: r.url }) });
   upstream.script({ match: /^\/v2\/accounts\//, answer: (r) => nodeAnswer({ nonce: 3, url: r.url }) });
   upstream.script({
     match: /^\/extended\/v1\/tx\/0x[0-9a-f]{64}\/raw$/,
-    answer: (r) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ raw_tx: r.url.includes(tx.id) ? `0x${tx.hex}` : `0x${otherTx.hex}` }) }),
+    answer: (r) => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ raw_tx: r.url.includes(tx.id) ? `0x${tx.hex}` : `0x${otherTx.hex}` }),
+    }),
   });
-  upstream.script({ match: /^\/extended\/v3\/transactions\/0x/, answer: (r) => withEtag(r, `tx-${r.url}`, { tx_id: r.url.split('/')[4], tx_status: 'pending' }) });
+  upstream.script({
+    match: /^\/extended\/v3\/transactions\/0x/,
+    answer: (r) => withEtag(r, `tx-${r.url}`, { tx_id: r.url.split('/')[4], tx_status: 'pending' }),
+  });
   upstream.script({ match: /^\/extended\/v[23]\/blocks\/[0-9]+\/transactions/, answer: (r) => withEtag(r, `block-${r.url}`, { results: [], url: r.url }) });
   redis = await startRedis();
   const overrides = { admin: { token: TOKEN } };

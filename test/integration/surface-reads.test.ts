@@ -79,7 +79,11 @@ describe('tip-keyed node RPC reads', () => {
 describe('POST reads', () => {
   it('keys call-read by its canonical body: another spelling is a hit, other arguments a miss; bodies go upstream as sent', async () => {
     const { upstream, proxy } = await setup();
-    upstream.script({ method: 'POST', match: /^\/v2\/contracts\/call-read\//, answer: (r) => nodeAnswer({ okay: true, result: `0x${r.body.length.toString(16)}` }) });
+    upstream.script({
+      method: 'POST',
+      match: /^\/v2\/contracts\/call-read\//,
+      answer: (r) => nodeAnswer({ okay: true, result: `0x${r.body.length.toString(16)}` }),
+    });
     const spelled = '{"sender":"SP000000000000000000002Q6VF78","arguments":["0x0100000000000000000000000000000001"]}';
     const respelled = ' {\n  "arguments" : [ "0x0100000000000000000000000000000001" ],\n  "sender":"SP000000000000000000002Q6VF78" }';
     const other = '{"sender":"SP000000000000000000002Q6VF78","arguments":["0x0100000000000000000000000000000002"]}';
@@ -116,14 +120,22 @@ describe('POST reads', () => {
   it('leaves a chunked body, another content type and a broadcast to the passthrough, untouched', async () => {
     const { upstream, proxy } = await setup();
     upstream.script({ method: 'POST', match: /^\/v2\/contracts\/call-read\//, answer: () => nodeAnswer({ okay: true, result: '0x01' }) });
-    upstream.script({ method: 'POST', match: /^\/v2\/transactions$/, answer: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '"txid"' }) });
+    upstream.script({
+      method: 'POST',
+      match: /^\/v2\/transactions$/,
+      answer: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '"txid"' }),
+    });
     const body = '{"sender":"SP000000000000000000002Q6VF78","arguments":[]}';
 
     const chunked = await new Promise<{ status: number; cache: string | undefined }>((resolve, reject) => {
-      const req = httpRequest(proxy.url + CALL_READ, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, cache: res.headers['x-cache'] as string | undefined }));
-      });
+      const req = httpRequest(
+        proxy.url + CALL_READ,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, cache: res.headers['x-cache'] as string | undefined }));
+        },
+      );
       req.on('error', reject);
       req.write(body.slice(0, 10));
       req.end(body.slice(10));
@@ -170,7 +182,10 @@ describe('immutable answers need evidence', () => {
     const { upstream, proxy } = await setup();
     const tx = await transfer();
     const impostor = await transfer();
-    upstream.script({ match: new RegExp(`^/extended/v1/tx/0x${tx.txid()}/raw$`), answer: (r) => withEtag(r, 'raw1', { raw_tx: `0x${tx.serialize()}` }, { warning: WARNING }) });
+    upstream.script({
+      match: new RegExp(`^/extended/v1/tx/0x${tx.txid()}/raw$`),
+      answer: (r) => withEtag(r, 'raw1', { raw_tx: `0x${tx.serialize()}` }, { warning: WARNING }),
+    });
     upstream.script({ match: new RegExp(`^/extended/v1/tx/0x${impostor.txid()}/raw$`), answer: (r) => withEtag(r, 'raw2', { raw_tx: `0x${tx.serialize()}` }) });
 
     const good = `${proxy.url}/extended/v1/tx/0x${tx.txid()}/raw`;
@@ -190,7 +205,10 @@ describe('immutable answers need evidence', () => {
     const { upstream, proxy } = await setup();
     const deployTx = '0xb3847b7e852b0d731061ff144e4467065c6e7b159a9eee2f883fdc41f261ee13';
     const contract = 'ST000000000000000000002AMW42H.genesis';
-    upstream.script({ match: new RegExp(`^/extended/v1/contract/${contract}$`), answer: (r) => withEtag(r, 'c1', { contract_id: contract, tx_id: deployTx, block_height: 1 }) });
+    upstream.script({
+      match: new RegExp(`^/extended/v1/contract/${contract}$`),
+      answer: (r) => withEtag(r, 'c1', { contract_id: contract, tx_id: deployTx, block_height: 1 }),
+    });
     upstream.script({ match: /^\/v2\/contracts\/interface\//, answer: () => nodeAnswer({ functions: [], variables: [], maps: [] }) });
 
     const url = `${proxy.url}/v2/contracts/interface/ST000000000000000000002AMW42H/genesis`;
@@ -201,7 +219,10 @@ describe('immutable answers need evidence', () => {
     expect(upstream.fake.count(`/extended/v1/tx/${deployTx}`)).toBe(1);
 
     // Another contract whose record names a transaction that is not its deploy: tip class.
-    upstream.script({ match: /^\/extended\/v1\/contract\/ST000000000000000000002AMW42H\.other$/, answer: (r) => withEtag(r, 'c2', { contract_id: 'ST000000000000000000002AMW42H.other', tx_id: deployTx }) });
+    upstream.script({
+      match: /^\/extended\/v1\/contract\/ST000000000000000000002AMW42H\.other$/,
+      answer: (r) => withEtag(r, 'c2', { contract_id: 'ST000000000000000000002AMW42H.other', tx_id: deployTx }),
+    });
     expect(cacheOf(await fetchRaw(`${proxy.url}/v2/contracts/interface/ST000000000000000000002AMW42H/other`))).toEqual(['MISS', 'tip']);
   });
 });
@@ -223,7 +244,10 @@ describe('ETag families and what the upstream refuses', () => {
 
   it('passes a 410 Gone on as sent, Warning included, and keeps it only briefly (mempool class)', async () => {
     const { upstream, proxy } = await setup({ cache: { ttl: { mempoolMs: 60_000 } } });
-    upstream.script({ match: /\/nonces$/, answer: () => ({ status: 410, headers: { 'content-type': 'application/json', warning: WARNING }, body: '{"error":"Gone"}' }) });
+    upstream.script({
+      match: /\/nonces$/,
+      answer: () => ({ status: 410, headers: { 'content-type': 'application/json', warning: WARNING }, body: '{"error":"Gone"}' }),
+    });
     const url = `${proxy.url}/extended/v1/address/${P}/nonces`;
     const gone = await fetchRaw(url);
     expect([gone.status, gone.headers.get('warning'), gone.body.toString(), ...cacheOf(gone)]).toEqual([410, WARNING, '{"error":"Gone"}', 'MISS', 'mempool']);
@@ -249,10 +273,19 @@ describe('the official client (v9) through the proxy', () => {
     const { createClient } = await import('@stacks/blockchain-api-client');
     const { upstream, proxy } = await setup();
     const tx = RECORDED.pendingTxId;
-    upstream.script({ match: /^\/extended\/v3\/principals\/[^/]+\/nonces/, answer: (r) => withEtag(r, 'pm1', { last_executed_tx_nonce: 3, possible_next_nonce: 4, detected_missing_nonces: [], detected_mempool_nonces: [] }) });
-    upstream.script({ match: /^\/extended\/v3\/principals\/[^/]+\/balances\/stx/, answer: (r) => withEtag(r, 'pm1', { balance: '100', total_sent: '0', total_received: '100' }) });
+    upstream.script({
+      match: /^\/extended\/v3\/principals\/[^/]+\/nonces/,
+      answer: (r) => withEtag(r, 'pm1', { last_executed_tx_nonce: 3, possible_next_nonce: 4, detected_missing_nonces: [], detected_mempool_nonces: [] }),
+    });
+    upstream.script({
+      match: /^\/extended\/v3\/principals\/[^/]+\/balances\/stx/,
+      answer: (r) => withEtag(r, 'pm1', { balance: '100', total_sent: '0', total_received: '100' }),
+    });
     upstream.script({ match: /^\/extended\/v3\/mempool\/transactions/, answer: (r) => withEtag(r, 'm1', { limit: 20, offset: 0, total: 0, results: [] }) });
-    upstream.script({ match: /^\/extended\/v3\/transactions\/0x/, answer: (r) => withEtag(r, 't1', { tx_id: tx, tx_status: 'pending', tx_type: 'token_transfer' }, { warning: WARNING }) });
+    upstream.script({
+      match: /^\/extended\/v3\/transactions\/0x/,
+      answer: (r) => withEtag(r, 't1', { tx_id: tx, tx_status: 'pending', tx_type: 'token_transfer' }, { warning: WARNING }),
+    });
     const client = createClient({ baseUrl: proxy.url });
     const direct = createClient({ baseUrl: upstream.url });
 

@@ -57,14 +57,21 @@ function recordingTelemetry() {
 
 function clientFor(urls: string[], telemetry: Telemetry = noopTelemetry, upstream: Record<string, unknown> = {}) {
   const config = testConfig({ upstreamUrls: urls, overrides: { upstream: { apiKey: 'operator-key', ...upstream } } });
-  const health = new UpstreamHealth(config.upstream.urls.map((url) => new URL(url).origin), config.upstream, Date.now, telemetry);
+  const health = new UpstreamHealth(
+    config.upstream.urls.map((url) => new URL(url).origin),
+    config.upstream,
+    Date.now,
+    telemetry,
+  );
   const client = new UpstreamClient(config.upstream, health, Date.now, telemetry);
   defer(() => client.close());
   return { client, health };
 }
 
 // A call-read body as stacks.js sends it; multi-byte characters so the length is counted in bytes.
-const CALL_READ_BODY = Buffer.from(JSON.stringify({ sender: 'SP000000000000000000002Q6VF78', arguments: ['0x0100000000000000000000000000000001'], note: 'µ€' }));
+const CALL_READ_BODY = Buffer.from(
+  JSON.stringify({ sender: 'SP000000000000000000002Q6VF78', arguments: ['0x0100000000000000000000000000000001'], note: 'µ€' }),
+);
 const CALL_READ: UpstreamAsk = {
   method: 'POST',
   path: '/v2/contracts/call-read/SP000000000000000000002Q6VF78/pox-4/get-pox-info',
@@ -74,7 +81,7 @@ const CALL_READ: UpstreamAsk = {
 const OKAY = JSON.stringify({ okay: true, result: '0x09' });
 
 describe('POST reads through the upstream client', () => {
-  it('send the body byte for byte with its length, its content-type and the operator\'s headers', async () => {
+  it("send the body byte for byte with its length, its content-type and the operator's headers", async () => {
     const upstream = await countingServer(() => ({ status: 200, body: OKAY }));
     const { client } = clientFor([upstream.url]);
     const { response } = await askAndAdmit(client, CALL_READ, 'call_read', () => ({ kind: 'pass-on' as const }));
@@ -121,7 +128,7 @@ describe('POST reads through the upstream client', () => {
   });
 });
 
-describe('the reader\'s verdict on each answer', () => {
+describe("the reader's verdict on each answer", () => {
   const wrongResource = (upstream: string) => new UpstreamError('invalid', upstream, `an answer about another resource from ${upstream}`);
 
   it('an answer the reader rejects counts against its upstream, and the same ask goes to the next one', async () => {

@@ -34,7 +34,7 @@ async function proxyFor(upstreamUrl: string) {
 }
 
 describe('misses on the 13 routes', () => {
-  it('send the upstream the client\'s request id and nothing else of its headers', async () => {
+  it("send the upstream the client's request id and nothing else of its headers", async () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor(upstream.url);
     upstream.resetCounts();
@@ -95,7 +95,7 @@ describe('the passthrough', () => {
     });
   });
 
-  it('sends the operator\'s headers for the chosen upstream, over the client\'s', async () => {
+  it("sends the operator's headers for the chosen upstream, over the client's", async () => {
     const upstream = await fakeUpstream();
     const origins: string[] = [];
     const client = new PassthroughClient({ connectTimeoutMs: 1000, answerDeadlineMs: 5000 });
@@ -150,9 +150,12 @@ describe('WebSocket upgrades', () => {
 });
 
 describe("the operator's credentials, end to end", () => {
-  it('go with passthrough requests and WebSocket upgrades as with reads, replacing the client\'s X-API-Key', async () => {
+  it("go with passthrough requests and WebSocket upgrades as with reads, replacing the client's X-API-Key", async () => {
     const upstream = await fakeUpstream();
-    const proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { upstream: { apiKey: 'operator-key', headers: { 'x-tenant': 'dapp-1' } }, live: { fanout: { enabled: false } } } });
+    const proxy = await startTestProxy({
+      upstreamUrls: [upstream.url],
+      overrides: { upstream: { apiKey: 'operator-key', headers: { 'x-tenant': 'dapp-1' } }, live: { fanout: { enabled: false } } },
+    });
     defer(() => proxy.close());
     upstream.resetCounts();
     expect((await fetchRaw(`${proxy.url}/v2/info`, { headers: { 'x-api-key': 'client-key' } })).status).toBe(200);

@@ -26,7 +26,10 @@ const TX = RECORDED.confirmedTxId;
 const OTHER_TX = RECORDED.pendingTxId;
 const UNKNOWN = RECORDED.unknownTxId;
 /** Two recorded with_transfers answers of RECORDED.principal. */
-const TRANSFER_TXS = ['0x54edb52ee0563978edaca33b68f57d617422d5e3eeb6eff35d1a74e5ec28408d', '0x20eee3803137ca99dfe5bc9d7b58408fcac3d647c010b886e823cdeeadb50747'];
+const TRANSFER_TXS = [
+  '0x54edb52ee0563978edaca33b68f57d617422d5e3eeb6eff35d1a74e5ec28408d',
+  '0x20eee3803137ca99dfe5bc9d7b58408fcac3d647c010b886e823cdeeadb50747',
+];
 const list = (...ids: string[]) => `/extended/v1/tx/multiple?tx_id=${ids.join(',')}`;
 const exactly = (path: string) => new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
 
@@ -34,9 +37,17 @@ describe('an answer about another resource', () => {
   it.each([
     ['block 5 answered with block 6', '/extended/v2/blocks/5', '/extended/v2/blocks/6'],
     ['a block by hash answered with another block', `/extended/v2/blocks/${RECORDED.tipIndexHash}`, '/extended/v2/blocks/3'],
-    ['a burn block answered with another', `/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithBlock}`, '/extended/v1/block/by_burn_block_height/130'],
+    [
+      'a burn block answered with another',
+      `/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithBlock}`,
+      '/extended/v1/block/by_burn_block_height/130',
+    ],
     ['a transaction answered with another', `/extended/v1/tx/${TX}`, `/extended/v1/tx/${OTHER_TX}`],
-    ['with_transfers answered for another transaction', `/extended/v1/address/${RECORDED.principal}/${TRANSFER_TXS[0]}/with_transfers`, `/extended/v1/address/${RECORDED.principal}/${TRANSFER_TXS[1]}/with_transfers`],
+    [
+      'with_transfers answered for another transaction',
+      `/extended/v1/address/${RECORDED.principal}/${TRANSFER_TXS[0]}/with_transfers`,
+      `/extended/v1/address/${RECORDED.principal}/${TRANSFER_TXS[1]}/with_transfers`,
+    ],
     ['tx/multiple with an asked id left out', list(TX, UNKNOWN), list(TX)],
     ['tx/multiple with an id nobody asked for', list(TX), list(TX, UNKNOWN)],
     ['a mixed-case tx/multiple (read whole) with an extra id', list(`0x${TX.slice(2).toUpperCase()}`), list(TX, UNKNOWN)],

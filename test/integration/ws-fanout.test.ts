@@ -122,7 +122,12 @@ describe('WebSocket fan-out of /extended/v1/ws', () => {
     const [a, b, both] = await Promise.all([peer(proxy.url), peer(proxy.url), peer(proxy.url)]);
     expect(await a.ask(subscribe(1, { event: 'address_tx_update', address: ADDRESS_A }))).toBe(`{"jsonrpc":"2.0","id":1,"result":{"address":"${ADDRESS_A}"}}`);
     await b.ask(subscribe(1, { event: 'address_tx_update', address: ADDRESS_B }));
-    await both.ask(JSON.stringify([JSON.parse(subscribe(1, { event: 'address_tx_update', address: ADDRESS_A })), JSON.parse(subscribe(2, { event: 'address_tx_update', address: ADDRESS_B }))]));
+    await both.ask(
+      JSON.stringify([
+        JSON.parse(subscribe(1, { event: 'address_tx_update', address: ADDRESS_A })),
+        JSON.parse(subscribe(2, { event: 'address_tx_update', address: ADDRESS_B })),
+      ]),
+    );
     expect(upstream.rpc.subscribers('principalTransactions', ADDRESS_A)).toBe(1);
     expect(upstream.rpc.subscribers('principalTransactions', ADDRESS_B)).toBe(1);
 
@@ -285,13 +290,19 @@ describe('WebSocket fan-out of /extended/v1/ws', () => {
       `{"jsonrpc":"2.0","id":${id},"error":{"message":"Topic too long","code":-32000,"data":"a topic may be at most ${MAX_TOPIC_LENGTH} characters"}}`;
     expect(await client.ask(subscribe(1, { event: 'nft_asset_event', asset_identifier: assetIdentifier, value: `${fits}a` }))).toBe(refusal(1));
     // In a batch, only the long topic is refused.
-    const batch = JSON.parse(await client.ask(`[${subscribe(2, { event: 'nft_collection_event', asset_identifier: `${assetIdentifier}${'b'.repeat(2_000)}` })},${subscribe(3, { event: 'block' })}]`));
+    const batch = JSON.parse(
+      await client.ask(
+        `[${subscribe(2, { event: 'nft_collection_event', asset_identifier: `${assetIdentifier}${'b'.repeat(2_000)}` })},${subscribe(3, { event: 'block' })}]`,
+      ),
+    );
     expect(batch).toEqual([JSON.parse(refusal(2)), { jsonrpc: '2.0', id: 3, result: {} }]);
     expect(await client.ask(subscribe(4, { event: 'nft_asset_event', asset_identifier: assetIdentifier, value: fits }))).toBe(
       JSON.stringify({ jsonrpc: '2.0', id: 4, result: { asset_identifier: assetIdentifier, value: fits } }),
     );
     // Upstream: the topic at the bound, nothing longer.
-    const nftSubscribes = upstream.rpc.requests.filter((request) => request.method === 'subscribe' && String((request.params as { event?: unknown }).event).startsWith('nft_'));
+    const nftSubscribes = upstream.rpc.requests.filter(
+      (request) => request.method === 'subscribe' && String((request.params as { event?: unknown }).event).startsWith('nft_'),
+    );
     expect(nftSubscribes.map((request) => request.params)).toEqual([{ event: 'nft_asset_event', asset_identifier: assetIdentifier, value: fits }]);
     expect(upstream.rpc.subscribers('nftAssetEvent', `${assetIdentifier}+${fits}`)).toBe(1);
     expect(upstream.rpc.subscribers('nftCollectionEvent', `${assetIdentifier}${'b'.repeat(2_000)}`)).toBe(0);
@@ -448,7 +459,15 @@ describe('the fan-out on its own server (heartbeat, moving to another upstream)'
 
   /** A fan-out behind a plain HTTP server, with a short heartbeat and a preferred upstream the test chooses. */
   async function fanoutServer(preferred: () => string, heartbeatMs = 60_000): Promise<{ url: string; fanout: WsRpcFanout }> {
-    const links = new UpstreamLinks((origin) => ({ origin, headers: () => ({}), pingIntervalMs: 60_000, reconnectMinMs: 20, reconnectMaxMs: 100, maxSubscriptions: 100, telemetry: noopTelemetry }));
+    const links = new UpstreamLinks((origin) => ({
+      origin,
+      headers: () => ({}),
+      pingIntervalMs: 60_000,
+      reconnectMinMs: 20,
+      reconnectMaxMs: 100,
+      maxSubscriptions: 100,
+      telemetry: noopTelemetry,
+    }));
     const fanout = createWsRpcFanout({
       links,
       preferredOrigin: preferred,

@@ -111,7 +111,8 @@ function composeModel(extraEnv: Record<string, string> = {}): Record<string, Ser
   return model.services!;
 }
 
-const asRecord = (value: unknown): Record<string, unknown> => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+const asRecord = (value: unknown): Record<string, unknown> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 
 /** "[host_ip:]published:target" from short ("8080:8080") or long ({host_ip, published, target}) port syntax. */
@@ -205,9 +206,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('takes UPSTREAM_URLS, UPSTREAM_API_KEY and LOG_LEVEL from the environment', () => {
-    const env = environment(
-      composeModel({ UPSTREAM_URLS: 'http://a.example:3999,http://b.example', UPSTREAM_API_KEY: 'k-123', LOG_LEVEL: 'debug' }).proxy!,
-    );
+    const env = environment(composeModel({ UPSTREAM_URLS: 'http://a.example:3999,http://b.example', UPSTREAM_API_KEY: 'k-123', LOG_LEVEL: 'debug' }).proxy!);
     expect(env.UPSTREAM_URLS).toBe('http://a.example:3999,http://b.example');
     expect(env.UPSTREAM_API_KEY).toBe('k-123');
     expect(env.LOG_LEVEL).toBe('debug');

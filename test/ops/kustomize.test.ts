@@ -9,14 +9,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import {
-  consistencyProblems,
-  KUSTOMIZATIONS,
-  kustomizationDir,
-  renderKustomization,
-  validateObject,
-  type K8sObject,
-} from '../support/kubernetes-manifests.js';
+import { consistencyProblems, KUSTOMIZATIONS, kustomizationDir, renderKustomization, validateObject, type K8sObject } from '../support/kubernetes-manifests.js';
 
 const KUBECTL = process.env.KUBECTL ?? 'kubectl';
 
@@ -44,7 +37,12 @@ function normalised(value: unknown): unknown {
       ? [...(items as Record<string, string>[])].sort((a, b) => String(a.name).localeCompare(String(b.name)))
       : items;
   }
-  if (isPlainObject(value)) return Object.fromEntries(Object.keys(value).sort().map((key) => [key, normalised(value[key])]));
+  if (isPlainObject(value))
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, normalised(value[key])]),
+    );
   return value;
 }
 const byIdentity = (objects: K8sObject[]): Map<string, unknown> =>

@@ -153,13 +153,25 @@ export class ActivityUpstream {
       tx_id: this.hash('tx'),
       tx_type: 'contract_call',
       sender_address: sender,
-      events: [{ event_index: 0, event_type: 'fungible_token_asset', asset: { asset_event_type: 'transfer', asset_id: `${contract}::tok`, sender: contract, recipient: credited, amount: '5' } }],
+      events: [
+        {
+          event_index: 0,
+          event_type: 'fungible_token_asset',
+          asset: { asset_event_type: 'transfer', asset_id: `${contract}::tok`, sender: contract, recipient: credited, amount: '5' },
+        },
+      ],
     };
   }
 
   /** A transfer enters the mempool without passing through the proxy (another wallet's broadcast). */
   addPending(sender: string, recipient: string): void {
-    this.mempool.push({ tx_id: this.hash('pending'), tx_status: 'pending', tx_type: 'token_transfer', sender_address: sender, token_transfer: { recipient_address: recipient } });
+    this.mempool.push({
+      tx_id: this.hash('pending'),
+      tx_status: 'pending',
+      tx_type: 'token_transfer',
+      sender_address: sender,
+      token_transfer: { recipient_address: recipient },
+    });
     this.state(sender).pending += 1;
     this.state(recipient).pending += 1;
   }
@@ -210,7 +222,13 @@ export class ActivityUpstream {
       const [sender, recipient = sender] = principals as [string, ...string[]];
       this.state(sender).pending += 1;
       const txId = `0x${sha(body.toString('hex'))}`;
-      this.mempool.push({ tx_id: txId, tx_status: 'pending', tx_type: 'token_transfer', sender_address: sender, token_transfer: { recipient_address: recipient } });
+      this.mempool.push({
+        tx_id: txId,
+        tx_status: 'pending',
+        tx_type: 'token_transfer',
+        sender_address: sender,
+        token_transfer: { recipient_address: recipient },
+      });
       return json(200, txId);
     }
     const tip = this.tip();
@@ -241,7 +259,13 @@ export class ActivityUpstream {
     if (match) {
       const block = this.blocks[Number(match[1]) - 1];
       if (!block) return json(404, { error: 'block not found' });
-      return json(200, { canonical: true, height: block.height, hash: block.hash, index_block_hash: block.indexBlockHash, burn_block_height: block.burnHeight });
+      return json(200, {
+        canonical: true,
+        height: block.height,
+        hash: block.hash,
+        index_block_hash: block.indexBlockHash,
+        burn_block_height: block.burnHeight,
+      });
     }
     if (path === '/extended/v1/tx/mempool') {
       const params = new URLSearchParams(query);
@@ -249,7 +273,8 @@ export class ActivityUpstream {
       const offset = Number(params.get('offset') ?? 0);
       // ?address= lists that principal's pending transactions (as sender or recipient); the ETag stays the global one.
       const address = params.get('address');
-      const listed = address === null ? this.mempool : this.mempool.filter((tx) => tx.sender_address === address || tx.token_transfer.recipient_address === address);
+      const listed =
+        address === null ? this.mempool : this.mempool.filter((tx) => tx.sender_address === address || tx.token_transfer.recipient_address === address);
       const results = [...listed].reverse().slice(offset, offset + limit);
       return json(200, { limit, offset, total: listed.length, results }, sha(this.mempool.map((tx) => tx.tx_id).join()));
     }
@@ -270,7 +295,11 @@ export class ActivityUpstream {
         const etag = sha(`${principal}:${state.confirmed}:${state.pending}`);
         return json(200, { balance: String(1000 - state.confirmed), locked: '0', confirmed_txs: state.confirmed, pending_txs: state.pending }, etag);
       }
-      return json(200, { limit: 20, offset: 0, total: state.confirmed, results: [], principal, confirmed_txs: state.confirmed }, sha(`${principal}:${state.confirmed}`));
+      return json(
+        200,
+        { limit: 20, offset: 0, total: state.confirmed, results: [], principal, confirmed_txs: state.confirmed },
+        sha(`${principal}:${state.confirmed}`),
+      );
     }
     return json(404, { error: `no route ${req.method} ${path}` });
   }

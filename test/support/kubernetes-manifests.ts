@@ -100,7 +100,8 @@ export function readKustomization(dir: string): Kustomization {
   const [document] = parseYamlFile(join(dir, 'kustomization.yaml')) as Record<string, unknown>[];
   if (!document) throw new Error(`${dir}/kustomization.yaml is empty`);
   for (const field of Object.keys(document)) {
-    if (!KUSTOMIZATION_FIELDS.has(field)) throw new Error(`${dir}/kustomization.yaml: field "${field}" is not rendered by these tests (nor read by kubectl 1.20)`);
+    if (!KUSTOMIZATION_FIELDS.has(field))
+      throw new Error(`${dir}/kustomization.yaml: field "${field}" is not rendered by these tests (nor read by kubectl 1.20)`);
   }
   return document as Kustomization;
 }
@@ -155,9 +156,7 @@ export function renderKustomization(dir: string): K8sObject[] {
   }
   if (kustomization.namespace !== undefined) {
     const namespace = kustomization.namespace;
-    objects = objects.map((object) =>
-      CLUSTER_SCOPED.has(object.kind) ? object : { ...object, metadata: { ...object.metadata, namespace } },
-    );
+    objects = objects.map((object) => (CLUSTER_SCOPED.has(object.kind) ? object : { ...object, metadata: { ...object.metadata, namespace } }));
   }
   return objects;
 }
@@ -252,7 +251,12 @@ export function proxyPod(objects: K8sObject[]): ProxyPod {
     const volume = deployment.spec.template.spec.volumes?.find((v: Any) => v.name === mount.name);
     if (!volume) throw new Error(`volumeMount ${mount.name}: no such volume`);
     const source = volume.configMap
-      ? { object: find('ConfigMap', volume.configMap.name), what: `ConfigMap ${volume.configMap.name}`, read: (o: Any, k: string) => o.data?.[k] as string | undefined, items: volume.configMap.items }
+      ? {
+          object: find('ConfigMap', volume.configMap.name),
+          what: `ConfigMap ${volume.configMap.name}`,
+          read: (o: Any, k: string) => o.data?.[k] as string | undefined,
+          items: volume.configMap.items,
+        }
       : volume.secret
         ? { object: find('Secret', volume.secret.secretName), what: `Secret ${volume.secret.secretName}`, read: secretValue, items: volume.secret.items }
         : undefined;
@@ -344,7 +348,10 @@ export function consistencyProblems(objects: K8sObject[]): string[] {
   const termination = Number(podSpec.terminationGracePeriodSeconds ?? 30);
   const needed = (preStop ?? 0) + Math.ceil(config.server.shutdownGraceMs / 1000) + Math.ceil(config.chainTip.pollTimeoutMs / 1000);
   check(preStop !== undefined && preStop > 0, 'no preStop sleep: load balancers would still send to a pod that stopped accepting');
-  check(termination >= needed, `terminationGracePeriodSeconds ${termination} < preStop ${preStop ?? 0} s + server.shutdownGraceMs ${config.server.shutdownGraceMs} ms + chainTip.pollTimeoutMs ${config.chainTip.pollTimeoutMs} ms`);
+  check(
+    termination >= needed,
+    `terminationGracePeriodSeconds ${termination} < preStop ${preStop ?? 0} s + server.shutdownGraceMs ${config.server.shutdownGraceMs} ms + chainTip.pollTimeoutMs ${config.chainTip.pollTimeoutMs} ms`,
+  );
 
   // Memory: V8's old space as the proxy sizes it (or as NODE_OPTIONS sets it), plus what node holds beyond it.
   const flag = /--max[-_]old[-_]space[-_]size[= ](\d+)/.exec(env.NODE_OPTIONS ?? '');
@@ -356,7 +363,10 @@ export function consistencyProblems(objects: K8sObject[]): string[] {
   else {
     const tier = `memory tier ${memoryTierBytes(config) / MiB} MiB (${config.redis.url ? 'cache.memory.maxBytesWithRedis' : 'cache.memory.maxBytes'})`;
     check(memoryBytes(limit) >= neededBytes, `memory limit ${limit} < old space ${oldSpaceMiB} MiB + ${BEYOND_OLD_SPACE_MIB} MiB for the ${tier}`);
-    check(memoryBytes(limit) <= neededBytes * 1.5, `memory limit ${limit} is far above old space ${oldSpaceMiB} MiB + ${BEYOND_OLD_SPACE_MIB} MiB for the ${tier}`);
+    check(
+      memoryBytes(limit) <= neededBytes * 1.5,
+      `memory limit ${limit} is far above old space ${oldSpaceMiB} MiB + ${BEYOND_OLD_SPACE_MIB} MiB for the ${tier}`,
+    );
     check(memoryBytes(request) === memoryBytes(limit), `memory request ${request} is not the limit ${limit}: the heap grows to its limit under load`);
   }
 
@@ -369,12 +379,17 @@ export function consistencyProblems(objects: K8sObject[]): string[] {
       check((c.securityContext?.runAsNonRoot ?? spec.securityContext?.runAsNonRoot) === true, `${where} may run as root`);
       check(c.securityContext?.readOnlyRootFilesystem === true, `${where} has a writable root filesystem`);
       check(c.securityContext?.allowPrivilegeEscalation === false, `${where} allows privilege escalation`);
-      check(labelsMatch(deploymentObject.spec.selector.matchLabels, deploymentObject.spec.template.metadata.labels), `${describeObject(deploymentObject)}'s selector does not match its pods`);
+      check(
+        labelsMatch(deploymentObject.spec.selector.matchLabels, deploymentObject.spec.template.metadata.labels),
+        `${describeObject(deploymentObject)}'s selector does not match its pods`,
+      );
     }
   }
 
   // Selectors: the Service, PDB, PodMonitor and NetworkPolicy pick the proxy pods and no other pods.
-  const otherPods: Record<string, string>[] = (objects.filter((o) => o.kind === 'Deployment' && o !== deployment) as Any[]).map((d) => d.spec.template.metadata.labels);
+  const otherPods: Record<string, string>[] = (objects.filter((o) => o.kind === 'Deployment' && o !== deployment) as Any[]).map(
+    (d) => d.spec.template.metadata.labels,
+  );
   const selectsProxyOnly = (what: string, selector: Record<string, string> | undefined): void => {
     check(labelsMatch(selector, podLabels), `${what} does not select the proxy pods`);
     check(!otherPods.some((labels) => labelsMatch(selector, labels)), `${what} also selects other pods`);
@@ -386,7 +401,10 @@ export function consistencyProblems(objects: K8sObject[]): string[] {
     selectsProxyOnly(describeObject(service), service.spec.selector);
     for (const port of service.spec.ports) {
       const target = containerPortNumber(container, port.targetPort ?? port.port);
-      check(target === publicPort, `${describeObject(service)} port ${port.name ?? port.port} targets ${target}, not the public port ${publicPort} (the admin listener stays out of Services)`);
+      check(
+        target === publicPort,
+        `${describeObject(service)} port ${port.name ?? port.port} targets ${target}, not the public port ${publicPort} (the admin listener stays out of Services)`,
+      );
     }
   }
   const pdbs = objects.filter((o) => o.kind === 'PodDisruptionBudget') as Any[];
@@ -396,7 +414,10 @@ export function consistencyProblems(objects: K8sObject[]): string[] {
   check(hpas.length === 1, `${hpas.length} HorizontalPodAutoscalers: expected one`);
   for (const hpa of hpas) {
     const target = hpa.spec.scaleTargetRef;
-    check(target.apiVersion === 'apps/v1' && target.kind === 'Deployment' && target.name === deployment.metadata.name, `${describeObject(hpa)} does not scale Deployment ${deployment.metadata.name}`);
+    check(
+      target.apiVersion === 'apps/v1' && target.kind === 'Deployment' && target.name === deployment.metadata.name,
+      `${describeObject(hpa)} does not scale Deployment ${deployment.metadata.name}`,
+    );
     check(hpa.spec.minReplicas >= 2, `${describeObject(hpa)} allows fewer than two pods: a restart would leave none serving`);
     check(deployment.spec.replicas === undefined, 'the Deployment sets replicas: every apply would reset what the HorizontalPodAutoscaler chose');
   }
@@ -405,7 +426,10 @@ export function consistencyProblems(objects: K8sObject[]): string[] {
   for (const monitor of monitors) {
     selectsProxyOnly(describeObject(monitor), monitor.spec.selector.matchLabels);
     for (const endpoint of monitor.spec.podMetricsEndpoints) {
-      check(containerPortNumber(container, endpoint.port) === adminPort, `${describeObject(monitor)} scrapes port ${endpoint.port}, not the admin listener (${adminPort})`);
+      check(
+        containerPortNumber(container, endpoint.port) === adminPort,
+        `${describeObject(monitor)} scrapes port ${endpoint.port}, not the admin listener (${adminPort})`,
+      );
       check(endpoint.path === '/metrics', `${describeObject(monitor)} scrapes ${endpoint.path}, not /metrics`);
     }
   }

@@ -43,7 +43,9 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** An answer with the upstream's strong ETag: 304 when If-None-Match names it (its permissive reading). */
 export function withEtag(request: ReceivedRequest, etag: string, body: unknown, headers: Record<string, string> = {}): ScriptedAnswer {
-  const sent = String(request.headers['if-none-match'] ?? '').split(',').map((t) => t.trim().replace(/^W\//, '').replace(/"/g, ''));
+  const sent = String(request.headers['if-none-match'] ?? '')
+    .split(',')
+    .map((t) => t.trim().replace(/^W\//, '').replace(/"/g, ''));
   const cache = { 'cache-control': 'public, no-cache, must-revalidate', etag: `"${etag}"` };
   if (sent.includes(etag)) return { status: 304, headers: cache, body: '' };
   return { status: 200, headers: { 'content-type': JSON_TYPE, ...cache, ...headers }, body: JSON.stringify(body) };

@@ -16,7 +16,13 @@ const contract = (length: number, i = 0): string => `${OTHER}.c${i}-${'x'.repeat
 function pair(now: () => number) {
   const messages: string[] = [];
   const make = (activity: PrincipalActivity) =>
-    new ActivityAnnouncements({ activity, publish: async (_channel, message) => void messages.push(message), keyPrefix: 'k', clock: now, telemetry: noopTelemetry });
+    new ActivityAnnouncements({
+      activity,
+      publish: async (_channel, message) => void messages.push(message),
+      keyPrefix: 'k',
+      clock: now,
+      telemetry: noopTelemetry,
+    });
   const senderActivity = new PrincipalActivity({ maxPrincipals: 1_000, settleMs: 0, coinbaseWindowBlocks: 0 });
   const receiverActivity = new PrincipalActivity({ maxPrincipals: 1_000, settleMs: 0, coinbaseWindowBlocks: 0 });
   return { messages, sender: make(senderActivity), receiver: make(receiverActivity), receiverActivity };
@@ -45,7 +51,11 @@ describe('activity announcements', () => {
   });
 
   it('a list over the bound, or with an entry that is not a principal, still marks what it can read and makes every principal changed', () => {
-    for (const principals of [[ORIGIN, ...Array.from({ length: 80 }, (_, i) => contract(10, i))], [ORIGIN, 'not a principal'], [ORIGIN, contract(129)]]) {
+    for (const principals of [
+      [ORIGIN, ...Array.from({ length: 80 }, (_, i) => contract(10, i))],
+      [ORIGIN, 'not a principal'],
+      [ORIGIN, contract(129)],
+    ]) {
       const { receiver, receiverActivity } = pair(() => 5_000);
       receiver.apply(JSON.stringify({ from: 'a peer', principals }));
       expect(receiverActivity.principalChangedAfter(ORIGIN, 4_999)).toBe(true);

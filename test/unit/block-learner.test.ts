@@ -16,12 +16,20 @@ const hash = (n: number): string => `0x${n.toString(16).padStart(64, '0')}`;
 const block = (height: number): TipRef => ({ height, indexBlockHash: hash(height), burnHeight: 700 });
 
 type Tx = Record<string, unknown>;
-const tx = (id: number, fields: Tx = {}): Tx => ({ tx_id: hash(1000 + id), canonical: true, block_height: 11, event_count: 0, sender_address: ALICE, ...fields });
+const tx = (id: number, fields: Tx = {}): Tx => ({
+  tx_id: hash(1000 + id),
+  canonical: true,
+  block_height: 11,
+  event_count: 0,
+  sender_address: ALICE,
+  ...fields,
+});
 
 /** Answers the learner's two routes from a block's transactions and their events; records the paths asked. */
 function sourceFor(txs: Tx[], events: Record<string, unknown[]> = {}, status = 200): LearnSource & { paths: string[] } {
   const paths: string[] = [];
-  const answer = (body: unknown): UpstreamResponse => ({ status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)), upstream: 'u' }) as UpstreamResponse;
+  const answer = (body: unknown): UpstreamResponse =>
+    ({ status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)), upstream: 'u' }) as UpstreamResponse;
   return {
     paths,
     getFrom: async (_origin: string, request: UpstreamRequest) => {
@@ -59,7 +67,9 @@ async function learn(source: LearnSource, settings = { maxTxPages: 10, maxEventR
 
 describe('BlockLearner', () => {
   it('counts the senders, recipients and event principals of the block as touched, and nobody else', async () => {
-    const source = sourceFor([tx(1, { token_transfer: { recipient_address: BOB } }), tx(2, { event_count: 1 })], { [hash(1002)]: [{ asset: { recipient: CAROL } }] });
+    const source = sourceFor([tx(1, { token_transfer: { recipient_address: BOB } }), tx(2, { event_count: 1 })], {
+      [hash(1002)]: [{ asset: { recipient: CAROL } }],
+    });
     expect(await learn(source)).toMatchObject({ outcome: 'learned', unchanged: [false, false, false] });
     const quiet = sourceFor([tx(1, { sender_address: BOB })]);
     expect(await learn(quiet)).toMatchObject({ outcome: 'learned', unchanged: [true, false, true] });
@@ -86,6 +96,9 @@ describe('BlockLearner', () => {
     const source = sourceFor(txs, events);
     expect((await learn(source)).outcome).toBe('learned');
     expect(source.paths.filter((p) => p.startsWith('/extended/v1/tx/multiple'))).toHaveLength(3);
-    expect(await learn(sourceFor(txs, events), { maxTxPages: 10, maxEventRequests: 2 })).toMatchObject({ outcome: 'unknown', why: expect.stringMatching(/more than 2 requests/) });
+    expect(await learn(sourceFor(txs, events), { maxTxPages: 10, maxEventRequests: 2 })).toMatchObject({
+      outcome: 'unknown',
+      why: expect.stringMatching(/more than 2 requests/),
+    });
   });
 });

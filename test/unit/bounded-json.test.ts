@@ -18,10 +18,21 @@ describe('upstream JSON parsed within a heap budget', () => {
     }
   });
 
-  it('parses 10 MiB answers shaped like the upstream\'s: one long string, or a list of events', () => {
+  it("parses 10 MiB answers shaped like the upstream's: one long string, or a list of events", () => {
     const source = Buffer.from(JSON.stringify({ tx_id: '0x01', smart_contract: { source_code: 'x'.repeat(10 * MiB) } }));
     expect((parseBoundedJson(source) as { tx_id: string }).tx_id).toBe('0x01');
-    const event = JSON.stringify({ event_index: 1, event_type: 'fungible_token_asset', tx_id: `0x${'ab'.repeat(32)}`, asset: { asset_event_type: 'transfer', asset_id: 'SP000000000000000000002Q6VF78.token::token', sender: 'SP000000000000000000002Q6VF78', recipient: 'SP000000000000000000002Q6VF78', amount: '1000' } });
+    const event = JSON.stringify({
+      event_index: 1,
+      event_type: 'fungible_token_asset',
+      tx_id: `0x${'ab'.repeat(32)}`,
+      asset: {
+        asset_event_type: 'transfer',
+        asset_id: 'SP000000000000000000002Q6VF78.token::token',
+        sender: 'SP000000000000000000002Q6VF78',
+        recipient: 'SP000000000000000000002Q6VF78',
+        amount: '1000',
+      },
+    });
     const events = arrayOf(event, 10);
     expect(parseHeapEstimate(events)).toBeLessThanOrEqual(PARSE_HEAP_BUDGET);
     expect(parseBoundedJson(events)).toBeInstanceOf(Array);

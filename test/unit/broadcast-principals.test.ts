@@ -33,7 +33,14 @@ describe('broadcastPrincipals', () => {
     expect(broadcastPrincipals(asJson(tx), 'application/json')).toEqual([SENDER, RECIPIENT]);
     expect(broadcastPrincipals(asBytes(tx), 'application/octet-stream')).toEqual([SENDER, RECIPIENT]);
     // A mainnet transaction names mainnet addresses.
-    const mainnet = await makeSTXTokenTransfer({ recipient: 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7', amount: 1n, senderKey, network: 'mainnet', fee: 200n, nonce: 0n });
+    const mainnet = await makeSTXTokenTransfer({
+      recipient: 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7',
+      amount: 1n,
+      senderKey,
+      network: 'mainnet',
+      fee: 200n,
+      nonce: 0n,
+    });
     expect(broadcastPrincipals(asJson(mainnet), undefined)).toEqual([privateKeyToAddress(senderKey, 'mainnet'), 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7']);
   });
 
@@ -65,7 +72,14 @@ describe('broadcastPrincipals', () => {
   });
 
   it('gives nothing for what does not decode or is larger than the node takes', async () => {
-    const unsigned = await makeUnsignedSTXTokenTransfer({ recipient: RECIPIENT, amount: 1n, publicKey: '02' + '11'.repeat(32), network: 'testnet', fee: 1n, nonce: 0n });
+    const unsigned = await makeUnsignedSTXTokenTransfer({
+      recipient: RECIPIENT,
+      amount: 1n,
+      publicKey: '02' + '11'.repeat(32),
+      network: 'testnet',
+      fee: 1n,
+      nonce: 0n,
+    });
     const hex = unsigned.serialize();
     expect(broadcastPrincipals(Buffer.from(JSON.stringify({ tx: hex.slice(0, 40) })), 'application/json')).toBeUndefined();
     expect(broadcastPrincipals(Buffer.from('{"tx": 12}'), 'application/json')).toBeUndefined();

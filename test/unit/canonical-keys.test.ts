@@ -101,12 +101,9 @@ describe('defaults', () => {
     },
   );
 
-  it.each(['event_limit=20', 'event_offset=0', 'unanchored=false', 'exclude_function_args=false', 'event_limit=0'])(
-    'tx by id: %s equals no query',
-    (query) => {
-      expect(txKey(`0x${TX}`, query)).toBe(txKey(`0x${TX}`));
-    },
-  );
+  it.each(['event_limit=20', 'event_offset=0', 'unanchored=false', 'exclude_function_args=false', 'event_limit=0'])('tx by id: %s equals no query', (query) => {
+    expect(txKey(`0x${TX}`, query)).toBe(txKey(`0x${TX}`));
+  });
 
   it.each(['limit=20', 'offset=0', 'limit=0'])('contract events: %s equals no query', (query) => {
     expect(contractEventsKey(query)).toBe(contractEventsKey(''));
@@ -136,9 +133,7 @@ describe('defaults', () => {
 describe('parameter order and unknown parameters', () => {
   it('ignores the order of parameters', () => {
     expect(addressTxsKey('limit=5&offset=10')).toBe(addressTxsKey('offset=10&limit=5'));
-    expect(addressTxsKey('unanchored=true&limit=5&exclude_function_args=true')).toBe(
-      addressTxsKey('exclude_function_args=true&limit=5&unanchored=true'),
-    );
+    expect(addressTxsKey('unanchored=true&limit=5&exclude_function_args=true')).toBe(addressTxsKey('exclude_function_args=true&limit=5&unanchored=true'));
     expect(keyOf('tx_events', {}, `address=${ADDRESS}&limit=5`)).toBe(keyOf('tx_events', {}, `limit=5&address=${ADDRESS}`));
   });
 

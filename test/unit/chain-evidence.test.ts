@@ -67,7 +67,12 @@ describe('TipEvidence', () => {
 
 describe('FinalityWatermark', () => {
   const TIP = tip(50, 136);
-  const canonicalAt = (height: number, burnHeight: number): BurnBlockAnswer => ({ height, burn_block_height: burnHeight, canonical: true, index_block_hash: `0x${height}` });
+  const canonicalAt = (height: number, burnHeight: number): BurnBlockAnswer => ({
+    height,
+    burn_block_height: burnHeight,
+    canonical: true,
+    index_block_hash: `0x${height}`,
+  });
 
   async function advanced(answers: Record<number, BurnBlockAnswer>, at = TIP) {
     const watermark = new FinalityWatermark(6);
@@ -144,7 +149,12 @@ describe('FinalityWatermark', () => {
 });
 
 describe('CanonicalRecord', () => {
-  const block = (height: number, extra: Partial<CanonicalBlock> = {}): CanonicalBlock => ({ height, burnHeight: height + 100, indexBlockHash: `0x${height}`, ...extra });
+  const block = (height: number, extra: Partial<CanonicalBlock> = {}): CanonicalBlock => ({
+    height,
+    burnHeight: height + 100,
+    indexBlockHash: `0x${height}`,
+    ...extra,
+  });
 
   it('keeps the latest verified block per height, completing a block_hash learned later', () => {
     const record = new CanonicalRecord();
@@ -205,7 +215,11 @@ describe('ParentWalks', () => {
   it.each([
     ['a tip whose block does not exist', jumped(70), chain(60)],
     ['a parent chain that leaves the believed one', jumped(60), chain(60, 55)],
-    ['a block anchored above its child', jumped(60), (height: number) => chain(60)(height).then((b) => (b && height === 58 ? { ...b, burn_block_height: 200 } : b))],
+    [
+      'a block anchored above its child',
+      jumped(60),
+      (height: number) => chain(60)(height).then((b) => (b && height === 58 ? { ...b, burn_block_height: 200 } : b)),
+    ],
     ['a block that is not canonical', jumped(60), (height: number) => chain(60)(height).then((b) => (b && height === 59 ? { ...b, canonical: false } : b))],
     ['a tip whose burn height is not the one reported', tip(60, 999, '0xi60'), chain(60)],
   ])('breaks on %s', async (_name, target, blockAt) => {

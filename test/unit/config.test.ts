@@ -42,7 +42,14 @@ describe('defaults', () => {
     expect(config.upstream.urls).toEqual(['https://api.hiro.so']);
     expect(config.redis.url).toBeNull();
     expect(config.cache.ttl).toEqual({ tipSafetyMs: 60_000, mempoolMs: 2_000, staleWhileRevalidateMs: 2_000, retainExpiredMs: 300_000, learnedMaxMs: 120_000 });
-    expect(config.upstream).toMatchObject({ maxAttempts: 2, failureThreshold: 3, cooldownMs: 5_000, maxLagBlocks: 3, retryAfterDefaultMs: 5_000, retryAfterMaxMs: 60_000 });
+    expect(config.upstream).toMatchObject({
+      maxAttempts: 2,
+      failureThreshold: 3,
+      cooldownMs: 5_000,
+      maxLagBlocks: 3,
+      retryAfterDefaultMs: 5_000,
+      retryAfterMaxMs: 60_000,
+    });
     expect(config.upstream).toMatchObject({ apiKey: null, headers: {}, headersByUrl: {} });
     expect(config.cache.sharedSingleFlight).toEqual({ enabled: true, lockTtlMs: 5_000, waitMs: 3_000 });
     expect(config.cache.staleIfErrorMs).toBe(300_000);
@@ -88,12 +95,9 @@ describe('environment overrides', () => {
     expect(loadConfig({ REDIS_URL: '  ' }).redis.url).toBeNull();
   });
 
-  it.each(['redis://h:6379', 'rediss://h:6380', 'redis+sentinel://h1:26379/mymaster', 'redis+cluster://h1:7000'])(
-    'accepts the Redis URL %s',
-    (url) => {
-      expect(loadConfig({ REDIS_URL: url }).redis.url).toBe(url);
-    },
-  );
+  it.each(['redis://h:6379', 'rediss://h:6380', 'redis+sentinel://h1:26379/mymaster', 'redis+cluster://h1:7000'])('accepts the Redis URL %s', (url) => {
+    expect(loadConfig({ REDIS_URL: url }).redis.url).toBe(url);
+  });
 });
 
 describe('CONFIG_FILE', () => {
@@ -185,7 +189,10 @@ describe('bad settings name the setting', () => {
     [{ upstream: { headers: { 'if-none-match': '"x"' } } }, ['upstream.headers.if-none-match', 'change what the upstream answers']],
     [{ upstream: { headers: { 'bad name': 'x' } } }, ['not a valid header name']],
     [{ upstream: { headers: { 'x-tenant': 'a\r\nx-injected: 1' } } }, ['upstream.headers.x-tenant', 'control character']],
-    [{ upstream: { headersByUrl: { 'https://other.example': { 'x-a': '1' } } } }, ['upstream.headersByUrl', 'https://other.example is not one of upstream.urls']],
+    [
+      { upstream: { headersByUrl: { 'https://other.example': { 'x-a': '1' } } } },
+      ['upstream.headersByUrl', 'https://other.example is not one of upstream.urls'],
+    ],
     [{ upstream: { headersByUrl: { 'https://api.hiro.so': { upgrade: 'websocket' } } } }, ['upgrade', 'hop-by-hop']],
   ])('file %j', (file, fragments) => {
     const error = loadError({ CONFIG_FILE }, withFile(JSON.stringify(file)));
@@ -227,7 +234,11 @@ describe('redactedConfig', () => {
     const redacted = redactedConfig(config);
     const text = JSON.stringify(redacted);
     for (const secret of ['key-secret', 'header-secret', 'tenant-secret']) expect(text).not.toContain(secret);
-    expect(redacted.upstream).toMatchObject({ apiKey: '***', headers: { authorization: '***' }, headersByUrl: { 'https://api.hiro.so': { 'x-tenant': '***' } } });
+    expect(redacted.upstream).toMatchObject({
+      apiKey: '***',
+      headers: { authorization: '***' },
+      headersByUrl: { 'https://api.hiro.so': { 'x-tenant': '***' } },
+    });
     expect(config.upstream.apiKey).toBe('key-secret');
   });
 
@@ -311,9 +322,23 @@ describe('rate limits and API_KEYS_FILE (issue 9)', () => {
   });
 
   it('reads API_KEYS_FILE, lower-casing hashes', () => {
-    const config = loadConfig({ API_KEYS_FILE: KEYS_FILE }, withKeys(JSON.stringify([{ name: 'a', sha256: HASH.toUpperCase(), limit: 9 }, { name: 'b', sha256: HASH.replace('b', 'c') }])));
-    expect(config.apiKeys).toEqual([{ name: 'a', sha256: HASH, limit: 9 }, { name: 'b', sha256: HASH.replace('b', 'c') }]);
-    expect(redactedConfig(config).apiKeys).toEqual([{ name: 'a', sha256: '***', limit: 9 }, { name: 'b', sha256: '***' }]);
+    const config = loadConfig(
+      { API_KEYS_FILE: KEYS_FILE },
+      withKeys(
+        JSON.stringify([
+          { name: 'a', sha256: HASH.toUpperCase(), limit: 9 },
+          { name: 'b', sha256: HASH.replace('b', 'c') },
+        ]),
+      ),
+    );
+    expect(config.apiKeys).toEqual([
+      { name: 'a', sha256: HASH, limit: 9 },
+      { name: 'b', sha256: HASH.replace('b', 'c') },
+    ]);
+    expect(redactedConfig(config).apiKeys).toEqual([
+      { name: 'a', sha256: '***', limit: 9 },
+      { name: 'b', sha256: '***' },
+    ]);
   });
 
   it.each([
@@ -322,7 +347,11 @@ describe('rate limits and API_KEYS_FILE (issue 9)', () => {
     ['a raw key instead of its hash', '[{"name":"a","sha256":"s3cret"}]', 'apiKeys.0.sha256 (API_KEYS_FILE): must be the SHA-256'],
     ['an unknown field', `[{"name":"a","sha256":"${HASH}","key":"s3cret"}]`, 'apiKeys[0] (API_KEYS_FILE): Unrecognized key: "key"'],
     ['a zero limit', `[{"name":"a","sha256":"${HASH}","limit":0}]`, 'apiKeys.0.limit (API_KEYS_FILE)'],
-    ['a duplicate hash', `[{"name":"a","sha256":"${HASH}"},{"name":"b","sha256":"${HASH}"}]`, 'apiKeys.1.sha256 (API_KEYS_FILE): the same key hash as entry 0 ("a")'],
+    [
+      'a duplicate hash',
+      `[{"name":"a","sha256":"${HASH}"},{"name":"b","sha256":"${HASH}"}]`,
+      'apiKeys.1.sha256 (API_KEYS_FILE): the same key hash as entry 0 ("a")',
+    ],
   ])('refuses a key file with %s', (_why, text, message) => {
     expect(loadError({ API_KEYS_FILE: KEYS_FILE }, withKeys(text)).message).toContain(message);
   });

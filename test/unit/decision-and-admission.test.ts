@@ -107,7 +107,12 @@ describe('admit', () => {
 
   it('makes a transaction an entry with its class, its place in lists and the upstream ETag', () => {
     const rec = recorded(txPath);
-    const result = admit({ freshness: 'transaction', facts: {}, response: answer(200, rec.body, { 'content-type': JSON_TYPE, etag: '"tx-etag"', 'x-api-version': 'v8' }), asked: ASKED });
+    const result = admit({
+      freshness: 'transaction',
+      facts: {},
+      response: answer(200, rec.body, { 'content-type': JSON_TYPE, etag: '"tx-etag"', 'x-api-version': 'v8' }),
+      asked: ASKED,
+    });
     expect(result.kind).toBe('entry');
     if (result.kind !== 'entry') return;
     expect(result.entry).toEqual({
@@ -127,7 +132,13 @@ describe('admit', () => {
 
   it('hashes the body for the ETag when the upstream sent none or a weak one', () => {
     const result = admit({ freshness: 'mempool', facts: {}, response: answer(200, '{"a":1}', { 'content-type': JSON_TYPE, etag: 'W/"weak"' }), asked: ASKED });
-    expect(result.kind === 'entry' && result.entry).toMatchObject({ etag: bodyEtag(Buffer.from('{"a":1}')), upstreamEtag: undefined, cls: 'mempool', tipHash: ASKED.chain.tipHash, tipHeight: 50 });
+    expect(result.kind === 'entry' && result.entry).toMatchObject({
+      etag: bodyEtag(Buffer.from('{"a":1}')),
+      upstreamEtag: undefined,
+      cls: 'mempool',
+      tipHash: ASKED.chain.tipHash,
+      tipHeight: 50,
+    });
   });
 
   it.each([

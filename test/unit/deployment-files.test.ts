@@ -147,7 +147,9 @@ describe('Dockerfile', () => {
     for (const line of installs) expect(line, line).toMatch(/--ignore-scripts\b/);
     // The `node` package is the one that needs its install script, and the only one.
     const lock = JSON.parse(readText('package-lock.json')) as { packages: Record<string, { hasInstallScript?: boolean }> };
-    const withScripts = Object.entries(lock.packages).filter(([, pkg]) => pkg.hasInstallScript === true).map(([name]) => name);
+    const withScripts = Object.entries(lock.packages)
+      .filter(([, pkg]) => pkg.hasInstallScript === true)
+      .map(([name]) => name);
     expect(withScripts).toEqual(['node_modules/node']);
   });
 
@@ -270,8 +272,14 @@ describe('PromQL (Prometheus grammar, @prometheus-io/lezer-promql)', () => {
     const cases = tests.tests.flatMap((test) => test.alert_rule_test ?? []);
     for (const alert of alerts) {
       const mine = cases.filter((c) => c.alertname === alert);
-      expect(mine.some((c) => (c.exp_alerts ?? []).length === 0), `${alert}: no case where it stays silent`).toBe(true);
-      expect(mine.some((c) => (c.exp_alerts ?? []).length > 0), `${alert}: no case where it fires`).toBe(true);
+      expect(
+        mine.some((c) => (c.exp_alerts ?? []).length === 0),
+        `${alert}: no case where it stays silent`,
+      ).toBe(true);
+      expect(
+        mine.some((c) => (c.exp_alerts ?? []).length > 0),
+        `${alert}: no case where it fires`,
+      ).toBe(true);
     }
   });
 });

@@ -132,17 +132,13 @@ describe('fake upstream at the recorded state', () => {
     expect(latest.headers.get('x-api-version')).toBe('v8.13.6 (fake)');
     expect(latest.headers.get('warning')).toBeNull();
     const tx = await get(upstream(), `/extended/v1/tx/${TX_ID}`);
-    expect(tx.headers.get('warning')).toBe(
-      '299 - "Deprecated: See https://docs.hiro.so/stacks/api for more information"',
-    );
+    expect(tx.headers.get('warning')).toBe('299 - "Deprecated: See https://docs.hiro.so/stacks/api for more information"');
   });
 
   it('answers unknown routes like Fastify, with no-store', async () => {
     const answer = await get(upstream(), '/extended/v9/nothing');
     expect(answer.status).toBe(404);
-    expect(answer.body).toBe(
-      '{"message":"Route GET:/extended/v9/nothing not found","error":"Not Found","statusCode":404}',
-    );
+    expect(answer.body).toBe('{"message":"Route GET:/extended/v9/nothing not found","error":"Not Found","statusCode":404}');
     expect(answer.headers.get('cache-control')).toBe('no-store');
   });
 
@@ -200,19 +196,15 @@ describe('RECORDED', () => {
     });
     expect(findRecording('/extended/v2/mempool/fees')?.headers.etag).toBe(`"${RECORDED.mempoolEtag}"`);
     expect(findRecording(`/extended/v1/tx/${RECORDED.pendingTxId}`)?.body).toContain('"tx_status":"pending"');
-    expect(findRecording(`/extended/v1/tx/${RECORDED.confirmedTxId}`)?.body).toContain(
-      `"block_height":${RECORDED.confirmedTxHeight},`,
-    );
+    expect(findRecording(`/extended/v1/tx/${RECORDED.confirmedTxId}`)?.body).toContain(`"block_height":${RECORDED.confirmedTxHeight},`);
     expect(findRecording(`/extended/v1/tx/${RECORDED.unknownTxId}`)?.status).toBe(404);
     expect(findRecording(`/extended/v1/address/${RECORDED.principal}/transactions`)?.body).toContain('"total":24');
     expect(findRecording(`/extended/v1/address/${RECORDED.principalWithoutTxs}/stx`)?.headers.etag).toBeUndefined();
     expect(findRecording(`/extended/v1/contract/${RECORDED.contractId}/events`)?.body).toContain('"results":[{');
-    expect(
-      findRecording(`/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithBlock}`)?.body,
-    ).toContain(`"height":${RECORDED.burnHeightWithBlockHeight},`);
-    expect(findRecording(`/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithoutBlock}`)?.status).toBe(
-      404,
+    expect(findRecording(`/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithBlock}`)?.body).toContain(
+      `"height":${RECORDED.burnHeightWithBlockHeight},`,
     );
+    expect(findRecording(`/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithoutBlock}`)?.status).toBe(404);
   });
 });
 
@@ -281,10 +273,7 @@ describe('fake upstream simulating time', () => {
   });
 
   it('reorg re-mines the orphaned txs into the new fork, which changes their ETag', async () => {
-    const lastRecorded = await getJson<{ txs: string[] }>(
-      upstream(),
-      `/extended/v1/block/by_burn_block_height/${RECORDED.tipBurnHeight}`,
-    );
+    const lastRecorded = await getJson<{ txs: string[] }>(upstream(), `/extended/v1/block/by_burn_block_height/${RECORDED.tipBurnHeight}`);
     const txId = lastRecorded.txs[0] ?? '';
     const before = await get(upstream(), `/extended/v1/tx/${txId}`);
     const depth = upstream().tip().height - RECORDED.tipHeight + 1;

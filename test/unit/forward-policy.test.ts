@@ -66,13 +66,16 @@ describe('upstreamRequestHeaders', () => {
     });
   });
 
-  it('drops the headers the client\'s Connection header names', () => {
-    const headers = upstreamRequestHeaders({ connection: 'close, Accept-Language, x-forwarded-for', 'accept-language': 'en', 'x-forwarded-for': '1.2.3.4' }, context);
+  it("drops the headers the client's Connection header names", () => {
+    const headers = upstreamRequestHeaders(
+      { connection: 'close, Accept-Language, x-forwarded-for', 'accept-language': 'en', 'x-forwarded-for': '1.2.3.4' },
+      context,
+    );
     expect(headers['accept-language']).toBeUndefined();
     expect(headers['x-forwarded-for']).toBe('10.0.0.7');
   });
 
-  it('appends the client\'s address to its X-Forwarded-For chain and keeps only http or https as its proto', () => {
+  it("appends the client's address to its X-Forwarded-For chain and keeps only http or https as its proto", () => {
     expect(upstreamRequestHeaders({ 'x-forwarded-for': '1.2.3.4', 'x-forwarded-proto': 'https' }, context)).toMatchObject({
       'x-forwarded-for': '1.2.3.4, 10.0.0.7',
       'x-forwarded-proto': 'https',
@@ -89,7 +92,14 @@ describe('upstreamRequestHeaders', () => {
   });
 
   it('carries the WebSocket handshake on upgrades only', () => {
-    const incoming = { 'sec-websocket-key': 'k', 'sec-websocket-version': '13', 'sec-websocket-protocol': 'p', 'sec-websocket-extensions': 'e', upgrade: 'websocket', connection: 'Upgrade' };
+    const incoming = {
+      'sec-websocket-key': 'k',
+      'sec-websocket-version': '13',
+      'sec-websocket-protocol': 'p',
+      'sec-websocket-extensions': 'e',
+      upgrade: 'websocket',
+      connection: 'Upgrade',
+    };
     expect(upstreamRequestHeaders(incoming, { ...context, upgrade: true })).toMatchObject({
       'sec-websocket-key': 'k',
       'sec-websocket-version': '13',
@@ -102,8 +112,11 @@ describe('upstreamRequestHeaders', () => {
     expect(Object.keys(plain).filter((name) => name.startsWith('sec-') || name === 'upgrade' || name === 'connection')).toEqual([]);
   });
 
-  it('lets the operator\'s headers win over anything from the client', () => {
-    const headers = upstreamRequestHeaders({ 'x-api-key': 'client', 'user-agent': 'client' }, { ...context, operatorHeaders: { 'X-API-Key': 'operator', 'User-Agent': 'proxy' } });
+  it("lets the operator's headers win over anything from the client", () => {
+    const headers = upstreamRequestHeaders(
+      { 'x-api-key': 'client', 'user-agent': 'client' },
+      { ...context, operatorHeaders: { 'X-API-Key': 'operator', 'User-Agent': 'proxy' } },
+    );
     expect(headers['x-api-key']).toBe('operator');
     expect(headers['user-agent']).toBe('proxy');
   });
@@ -123,18 +136,42 @@ describe('requestBodyFraming', () => {
 });
 
 describe('clientResponseHeaders', () => {
-  it('drops the upstream connection\'s hop-by-hop headers and says whether the client\'s stays open', () => {
-    const upstream = { 'content-type': 'application/json', connection: 'keep-alive, x-hop', 'keep-alive': 'timeout=5', 'x-hop': '1', 'transfer-encoding': 'chunked', etag: '"e"' };
+  it("drops the upstream connection's hop-by-hop headers and says whether the client's stays open", () => {
+    const upstream = {
+      'content-type': 'application/json',
+      connection: 'keep-alive, x-hop',
+      'keep-alive': 'timeout=5',
+      'x-hop': '1',
+      'transfer-encoding': 'chunked',
+      etag: '"e"',
+    };
     expect(clientResponseHeaders(upstream, true)).toEqual(['content-type', 'application/json', 'etag', '"e"', 'connection', 'keep-alive']);
     expect(clientResponseHeaders(upstream, false)).toEqual(['content-type', 'application/json', 'etag', '"e"', 'connection', 'close']);
   });
 
-  it('adds the proxy\'s own headers after the upstream\'s, each unless the upstream answer has one of that name', () => {
-    const upstream = { 'content-type': 'application/json', 'x-cache': 'HIT', 'set-cookie': ['a=1', 'b=2'], 'x-gone': undefined, connection: 'x-request-id', 'x-request-id': 'hop' };
+  it("adds the proxy's own headers after the upstream's, each unless the upstream answer has one of that name", () => {
+    const upstream = {
+      'content-type': 'application/json',
+      'x-cache': 'HIT',
+      'set-cookie': ['a=1', 'b=2'],
+      'x-gone': undefined,
+      connection: 'x-request-id',
+      'x-request-id': 'hop',
+    };
     expect(clientResponseHeaders(upstream, true, ['x-request-id', 'r-1', 'x-cache', 'BYPASS', 'x-gone', 'ours'])).toEqual([
-      'content-type', 'application/json', 'x-cache', 'HIT', 'set-cookie', ['a=1', 'b=2'], 'connection', 'keep-alive',
+      'content-type',
+      'application/json',
+      'x-cache',
+      'HIT',
+      'set-cookie',
+      ['a=1', 'b=2'],
+      'connection',
+      'keep-alive',
       // The upstream's X-Request-Id was its connection's own (named by Connection): the proxy's goes.
-      'x-request-id', 'r-1', 'x-gone', 'ours',
+      'x-request-id',
+      'r-1',
+      'x-gone',
+      'ours',
     ]);
   });
 });

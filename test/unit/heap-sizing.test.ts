@@ -18,7 +18,10 @@ describe('heap sizing', () => {
   });
 
   it('adds both flags when node was given neither', () => {
-    expect(heapFlagsToAdd({ maxOldSpaceMiB: 96, maxSemiSpaceMiB: 2 }, nodeFlags([], undefined))).toEqual(['--max-old-space-size=96', '--max-semi-space-size=2']);
+    expect(heapFlagsToAdd({ maxOldSpaceMiB: 96, maxSemiSpaceMiB: 2 }, nodeFlags([], undefined))).toEqual([
+      '--max-old-space-size=96',
+      '--max-semi-space-size=2',
+    ]);
     expect(heapFlagsToAdd({ maxOldSpaceMiB: 96, maxSemiSpaceMiB: 2 }, nodeFlags(['--enable-source-maps'], '--trace-warnings'))).toHaveLength(2);
   });
 

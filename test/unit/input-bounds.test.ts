@@ -135,9 +135,7 @@ describe('free text and lists: a documented bound where the upstream has none', 
 
   it('counts characters, not UTF-16 units, as Ajv does', () => {
     expect(pathOf(stx(`until_block=0x${encodeURIComponent('😀'.repeat(254))}`))).toContain('until_block=0x');
-    expect(stx(`until_block=0x${encodeURIComponent('😀'.repeat(255))}`)).toEqual(
-      schemaError('querystring/until_block must NOT have more than 256 characters'),
-    );
+    expect(stx(`until_block=0x${encodeURIComponent('😀'.repeat(255))}`)).toEqual(schemaError('querystring/until_block must NOT have more than 256 characters'));
   });
 
   it('refuses a cursor over 256 characters', () => {
@@ -151,7 +149,15 @@ describe('free text and lists: a documented bound where the upstream has none', 
     const ids = (n: number) => Array.from({ length: n }, (_, i) => `0x${i.toString(16).padStart(64, '0')}`);
     const message = schemaError('querystring/tx_id must NOT have more than 250 items');
     expect(run('tx_multiple', {}, `tx_id=${ids(251).join(',')}`)).toEqual(message);
-    expect(run('tx_multiple', {}, ids(251).map((id) => `tx_id=${id}`).join('&'))).toEqual(message);
+    expect(
+      run(
+        'tx_multiple',
+        {},
+        ids(251)
+          .map((id) => `tx_id=${id}`)
+          .join('&'),
+      ),
+    ).toEqual(message);
     expect(run('tx_multiple', {}, `tx_id=${Array(5_000).fill('nothex').join(',')}`)).toEqual(message);
     expect(run('tx_multiple', {}, `tx_id=${ids(250).join(',')}`)).toMatchObject({ kind: 'request' });
   });

@@ -48,7 +48,10 @@ const proxyContainer = (deployment: any) => deployment.spec.template.spec.contai
 describe('deploy/kubernetes files', () => {
   it('has a kustomization for the example deployment and each overlay', () => {
     expect(kustomizationFiles.map(relativeToRoot).sort()).toEqual(
-      ['deploy/kubernetes/base/kustomization.yaml', ...KUSTOMIZATIONS.map((dir) => `deploy/kubernetes/${dir === '.' ? '' : `${dir}/`}kustomization.yaml`)].sort(),
+      [
+        'deploy/kubernetes/base/kustomization.yaml',
+        ...KUSTOMIZATIONS.map((dir) => `deploy/kubernetes/${dir === '.' ? '' : `${dir}/`}kustomization.yaml`),
+      ].sort(),
     );
   });
 
@@ -67,14 +70,19 @@ describe('deploy/kubernetes files', () => {
   it.each([...patchFiles].map((path) => [relativeToRoot(path), path]))('%s: a patch of an object of the base', (_name, path) => {
     const targets = renderKustomization(kustomizationDir('.'));
     for (const patch of parseYamlFile(path) as K8sObject[]) {
-      expect(targets.some((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name), `${patch.kind}/${patch.metadata.name}`).toBe(true);
+      expect(
+        targets.some((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name),
+        `${patch.kind}/${patch.metadata.name}`,
+      ).toBe(true);
     }
   });
 
   it('refuses a schema violation (the validation is real)', () => {
     const deployment = base().find((o) => o.kind === 'Deployment') as K8sObject;
     expect(() => validateObject(deployment)).not.toThrow();
-    const broken = strategicMerge(deployment, { spec: { template: { spec: { containers: [{ name: 'proxy', ports: [{ name: 'http', containerPort: '8080x' }] }] } } } });
+    const broken = strategicMerge(deployment, {
+      spec: { template: { spec: { containers: [{ name: 'proxy', ports: [{ name: 'http', containerPort: '8080x' }] }] } } },
+    });
     expect(() => validateObject(broken as K8sObject)).toThrow(/containerPort must be integer/);
     expect(() => validateObject({ ...deployment, apiVersion: 'apps/v1beta1' })).toThrow(/no schema known/);
   });
@@ -120,7 +128,20 @@ describe('the pods run with', () => {
 
   it('env names the code reads (the scan finds what src/config.ts and main.ts read)', () => {
     const names = envNamesReadByCode();
-    for (const name of ['PORT', 'HOST', 'UPSTREAM_URLS', 'UPSTREAM_API_KEY', 'REDIS_URL', 'LOG_LEVEL', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'CONFIG_FILE', 'API_KEYS_FILE', 'NODE_OPTIONS']) {
+    for (const name of [
+      'PORT',
+      'HOST',
+      'UPSTREAM_URLS',
+      'UPSTREAM_API_KEY',
+      'REDIS_URL',
+      'LOG_LEVEL',
+      'ADMIN_PORT',
+      'ADMIN_HOST',
+      'ADMIN_TOKEN',
+      'CONFIG_FILE',
+      'API_KEYS_FILE',
+      'NODE_OPTIONS',
+    ]) {
       expect(names.has(name), name).toBe(true);
     }
   });
@@ -130,9 +151,17 @@ describe('the consistency checks catch', () => {
   const problemsOf = (objects: K8sObject[]): string => consistencyProblems(objects).join('\n');
 
   it('a memory limit below the heap the proxy sizes, or one far above it', () => {
-    const small = changed('Deployment', 'stacks-cache-proxy', (d) => (proxyContainer(d).resources = { requests: { memory: '384Mi' }, limits: { memory: '384Mi' } }));
+    const small = changed(
+      'Deployment',
+      'stacks-cache-proxy',
+      (d) => (proxyContainer(d).resources = { requests: { memory: '384Mi' }, limits: { memory: '384Mi' } }),
+    );
     expect(problemsOf(small)).toMatch(/memory limit 384Mi < old space 384 MiB \+ 128 MiB/);
-    const large = changed('Deployment', 'stacks-cache-proxy', (d) => (proxyContainer(d).resources = { requests: { memory: '2Gi' }, limits: { memory: '2Gi' } }));
+    const large = changed(
+      'Deployment',
+      'stacks-cache-proxy',
+      (d) => (proxyContainer(d).resources = { requests: { memory: '2Gi' }, limits: { memory: '2Gi' } }),
+    );
     expect(problemsOf(large)).toMatch(/far above/);
     const burstable = changed('Deployment', 'stacks-cache-proxy', (d) => (proxyContainer(d).resources.requests.memory = '256Mi'));
     expect(problemsOf(burstable)).toMatch(/request 256Mi is not the limit/);
@@ -148,7 +177,9 @@ describe('the consistency checks catch', () => {
   });
 
   it('a heap flag in NODE_OPTIONS, which wins over the derived heap', () => {
-    const objects = changed('Deployment', 'stacks-cache-proxy', (d) => proxyContainer(d).env.push({ name: 'NODE_OPTIONS', value: '--max-old-space-size=1024' }));
+    const objects = changed('Deployment', 'stacks-cache-proxy', (d) =>
+      proxyContainer(d).env.push({ name: 'NODE_OPTIONS', value: '--max-old-space-size=1024' }),
+    );
     expect(problemsOf(objects)).toMatch(/old space 1024 MiB/);
   });
 
@@ -236,11 +267,15 @@ describe('the consistency checks catch', () => {
 
   it('a Redis the proxy selectors would also pick, and a REDIS_URL naming no Service', () => {
     const objects = renderKustomization(kustomizationDir('overlays/with-redis'));
-    const redis = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'stacks-cache-proxy-redis') as K8sObject & { spec: { template: { metadata: { labels: Record<string, string> } } } };
+    const redis = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'stacks-cache-proxy-redis') as K8sObject & {
+      spec: { template: { metadata: { labels: Record<string, string> } } };
+    };
     redis.spec.template.metadata.labels['app.kubernetes.io/component'] = 'proxy';
     redis.spec.template.metadata.labels['app.kubernetes.io/name'] = 'stacks-cache-proxy';
     expect(problemsOf(objects)).toMatch(/Service\/stacks-cache-proxy also selects other pods/);
-    const noService = renderKustomization(kustomizationDir('overlays/with-redis')).filter((o) => !(o.kind === 'Service' && o.metadata.name === 'stacks-cache-proxy-redis'));
+    const noService = renderKustomization(kustomizationDir('overlays/with-redis')).filter(
+      (o) => !(o.kind === 'Service' && o.metadata.name === 'stacks-cache-proxy-redis'),
+    );
     expect(problemsOf(noService)).toMatch(/REDIS_URL names stacks-cache-proxy-redis, which is no Service/);
   });
 

@@ -21,7 +21,10 @@ describe('lint layering', () => {
   });
 
   it('keeps the pure rules too (no I/O, no clock, no telemetry)', async () => {
-    const messages = await restrictedImports('src/cache/policy.ts', "import { readFileSync } from 'node:fs';\nimport { systemClock } from '../clock.js';\nexport const x = [readFileSync, systemClock];\n");
+    const messages = await restrictedImports(
+      'src/cache/policy.ts',
+      "import { readFileSync } from 'node:fs';\nimport { systemClock } from '../clock.js';\nexport const x = [readFileSync, systemClock];\n",
+    );
     expect(messages.some((m) => /Pure modules do no I\/O/.test(m))).toBe(true);
     expect(messages.some((m) => /Pure modules take time and report nothing/.test(m))).toBe(true);
   });
@@ -32,12 +35,18 @@ describe('lint layering', () => {
   });
 
   it('keeps the live chain on top: nothing below imports src/live/', async () => {
-    const messages = await restrictedImports('src/http/pipeline.ts', "import { ClientSlots } from '../live/client-bounds.js';\nexport const x = ClientSlots;\n");
+    const messages = await restrictedImports(
+      'src/http/pipeline.ts',
+      "import { ClientSlots } from '../live/client-bounds.js';\nexport const x = ClientSlots;\n",
+    );
     expect(messages.join('\n')).toMatch(/http\/ sits below live/);
   });
 
   it('lets an impure module of a folder import what its layer allows', async () => {
-    const messages = await restrictedImports('src/cache/read-path.ts', "import { parseBoundedJson } from '../upstream/bounded-json.js';\nexport const x = parseBoundedJson;\n");
+    const messages = await restrictedImports(
+      'src/cache/read-path.ts',
+      "import { parseBoundedJson } from '../upstream/bounded-json.js';\nexport const x = parseBoundedJson;\n",
+    );
     expect(messages).toEqual([]);
   });
 });

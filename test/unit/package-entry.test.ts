@@ -28,7 +28,9 @@ describe('the package entry', () => {
   });
 
   it('src/ never imports express (npm start never loads it)', () => {
-    const importers = sourceFiles(join(root, 'src')).filter((file) => /from\s+['"]express['"]|import\(\s*['"]express['"]|require\(\s*['"]express['"]/.test(readFileSync(file, 'utf8')));
+    const importers = sourceFiles(join(root, 'src')).filter((file) =>
+      /from\s+['"]express['"]|import\(\s*['"]express['"]|require\(\s*['"]express['"]/.test(readFileSync(file, 'utf8')),
+    );
     expect(importers).toEqual([]);
   });
 });

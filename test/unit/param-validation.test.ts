@@ -130,9 +130,7 @@ describe('boolean parameters: only the literals true and false', () => {
     expect(run('address_transactions', { principal: ADDRESS }, 'exclude_function_args=yes')).toEqual(
       schemaError('querystring/exclude_function_args must be boolean'),
     );
-    expect(pathOf(run('address_transactions', { principal: ADDRESS }, 'exclude_function_args=true'))).toBe(
-      `${TXS_V1}?exclude_function_args=true`,
-    );
+    expect(pathOf(run('address_transactions', { principal: ADDRESS }, 'exclude_function_args=true'))).toBe(`${TXS_V1}?exclude_function_args=true`);
   });
 });
 
@@ -408,9 +406,7 @@ describe('until_block', () => {
   });
 
   it('checks the principal before until_block (upstream handler order)', () => {
-    expect(run('address_stx_balance', { principal: BAD_CHECKSUM }, 'until_block=abc')).toEqual(
-      handlerError(`invalid STX address "${BAD_CHECKSUM}"`),
-    );
+    expect(run('address_stx_balance', { principal: BAD_CHECKSUM }, 'until_block=abc')).toEqual(handlerError(`invalid STX address "${BAD_CHECKSUM}"`));
   });
 });
 

@@ -114,7 +114,9 @@ describe('classify: transactions', () => {
   ])('contradicts the chain with %s', (_name, tx, chain) => {
     const withCeiling: ChainView = { ...chain, heightCeiling: 60, burnCeiling: 146 };
     expect(classOf('transaction', { body: json(tx), chain: withCeiling })).toMatchObject({ contradiction: expect.any(String) });
-    expect(classOf('transaction_list', { body: json({ '0x01': { found: true, result: tx } }), chain: withCeiling })).toMatchObject({ contradiction: expect.any(String) });
+    expect(classOf('transaction_list', { body: json({ '0x01': { found: true, result: tx } }), chain: withCeiling })).toMatchObject({
+      contradiction: expect.any(String),
+    });
   });
 
   it('never makes a non-canonical or microblock-orphaned tx final', () => {
@@ -145,13 +147,20 @@ describe('classify: transactions', () => {
     const found = (tx: Record<string, unknown>) => ({ found: true, result: tx });
     const chain = verified(FINAL_BURN);
     expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)) }), chain })).toEqual({ cls: 'final', height: 12 });
-    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': found(minedTx(FINAL_BURN + 1, ABOVE)) }), chain })).toEqual({ cls: 'tip' });
-    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': { found: false, result: { tx_id: '0x02' } } }), chain })).toEqual({ cls: 'mempool' });
+    expect(classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': found(minedTx(FINAL_BURN + 1, ABOVE)) }), chain })).toEqual({
+      cls: 'tip',
+    });
+    expect(
+      classOf('transaction_list', { body: json({ '0x01': found(minedTx(FINAL_BURN)), '0x02': { found: false, result: { tx_id: '0x02' } } }), chain }),
+    ).toEqual({ cls: 'mempool' });
     expect(classOf('transaction_list', { body: json(minedTx(FINAL_BURN)) })).toBeUndefined();
   });
 
   it('classifies with_transfers by its tx member', () => {
-    expect(classOf('tx_with_transfers', { body: json({ tx: minedTx(FINAL_BURN), stx_sent: '0' }), chain: verified(FINAL_BURN) })).toEqual({ cls: 'final', height: 12 });
+    expect(classOf('tx_with_transfers', { body: json({ tx: minedTx(FINAL_BURN), stx_sent: '0' }), chain: verified(FINAL_BURN) })).toEqual({
+      cls: 'final',
+      height: 12,
+    });
     expect(classOf('tx_with_transfers', { body: json({ tx: minedTx(FINAL_BURN + 1, ABOVE) }) })).toEqual({ cls: 'tip' });
     expect(classOf('tx_with_transfers', { body: json({ stx_sent: '0' }) })).toBeUndefined();
     expect(classOf('tx_with_transfers', { status: 404 })).toEqual({ cls: 'tip' });

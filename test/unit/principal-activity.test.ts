@@ -122,7 +122,7 @@ describe('PrincipalActivity: blocks', () => {
     expect(activity.unchangedSince(ALICE, next.height, 4_999)).toBe(false);
   });
 
-  it('voids everything learned when a block\'s touches are unknown, and ignores answers from before a void', () => {
+  it("voids everything learned when a block's touches are unknown, and ignores answers from before a void", () => {
     const activity = learnedThrough(12);
     const outcome = activity.tipChanged(block(13), false, 2_000);
     if (outcome.kind !== 'learn') throw new Error('expected learn');
@@ -224,7 +224,7 @@ describe('touched principals (block learning, the mempool watcher)', () => {
     );
   });
 
-  it('names a coinbase\'s sender and alternative recipient as the principals it credits later', () => {
+  it("names a coinbase's sender and alternative recipient as the principals it credits later", () => {
     expect(coinbaseRecipients({ tx_type: 'coinbase', sender_address: ALICE, coinbase_payload: { alt_recipient: BOB } })).toEqual([ALICE, BOB]);
     expect(coinbaseRecipients({ tx_type: 'token_transfer', sender_address: ALICE })).toEqual([]);
   });
@@ -301,7 +301,7 @@ describe('policy rules on principal activity', () => {
     expect(evaluate(balance, 6_500, chain, TTL)).toBe('revalidate');
   });
 
-  it("rule (d) across a burn block: a pending list or nonce (movesWith transactions) stays fresh, a balance does not", () => {
+  it('rule (d) across a burn block: a pending list or nonce (movesWith transactions) stays fresh, a balance does not', () => {
     const activity = learnedThrough(12);
     activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_010 });
     const nonces = atTip(12, { cls: 'mempool', principal: ALICE, movesWith: 'transactions', validatedAt: 2_000, upstreamEtag: '"n"' });

@@ -101,7 +101,10 @@ describe('purge predicates', () => {
     for (const selector of selectors) {
       const matcher = purgeMatcher('scp', selector);
       for (const key of Object.values(KEYS).filter(matcher.matches)) {
-        expect(matcher.patterns.some((pattern) => globMatches(pattern, key)), `${selector.kind} ${key}`).toBe(true);
+        expect(
+          matcher.patterns.some((pattern) => globMatches(pattern, key)),
+          `${selector.kind} ${key}`,
+        ).toBe(true);
       }
     }
   });
@@ -117,7 +120,14 @@ function surface(method: 'GET' | 'POST', url: string, tip?: string): string {
   const [path, query] = mark < 0 ? [url, ''] : [url.slice(0, mark), url.slice(mark + 1)];
   const match = matchSurface(method, path, query);
   if (!match) throw new Error(`no family for ${url}`);
-  return surfaceKey({ prefix: 'scp', method, family: match.family, url, subjects: subjectsOf(match, query), tip: tip === undefined ? undefined : { hash: tip } });
+  return surfaceKey({
+    prefix: 'scp',
+    method,
+    family: match.family,
+    url,
+    subjects: subjectsOf(match, query),
+    tip: tip === undefined ? undefined : { hash: tip },
+  });
 }
 
 const SHORTER = P.slice(0, -1);
@@ -202,7 +212,10 @@ describe('purge predicates on the surface (route families)', () => {
     for (const selector of selectors) {
       const matcher = purgeMatcher('scp', selector);
       for (const key of Object.values(SURFACE).filter(matcher.matches)) {
-        expect(matcher.patterns.some((pattern) => globMatches(pattern, key)), `${selector.kind} ${key}`).toBe(true);
+        expect(
+          matcher.patterns.some((pattern) => globMatches(pattern, key)),
+          `${selector.kind} ${key}`,
+        ).toBe(true);
       }
     }
   });

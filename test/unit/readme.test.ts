@@ -92,12 +92,21 @@ describe('docs/ pages', () => {
     expect(configuration).toContain(`| \`${path}\` |`);
   });
 
-  it.each(['PORT', 'HOST', 'UPSTREAM_URLS', 'UPSTREAM_API_KEY', 'REDIS_URL', 'LOG_LEVEL', 'CONFIG_FILE', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'API_KEYS_FILE'])(
-    'configuration.md documents the variable %s',
-    (name) => {
-      expect(configuration).toContain(`\`${name}\``);
-    },
-  );
+  it.each([
+    'PORT',
+    'HOST',
+    'UPSTREAM_URLS',
+    'UPSTREAM_API_KEY',
+    'REDIS_URL',
+    'LOG_LEVEL',
+    'CONFIG_FILE',
+    'ADMIN_PORT',
+    'ADMIN_HOST',
+    'ADMIN_TOKEN',
+    'API_KEYS_FILE',
+  ])('configuration.md documents the variable %s', (name) => {
+    expect(configuration).toContain(`\`${name}\``);
+  });
 
   it('operations.md documents every exported metric', () => {
     const names = catalogueSpecs({ redis: true }).map((spec) => spec.name);
@@ -140,7 +149,7 @@ describe('relative links', () => {
   });
 
   it('finds anchors the way GitHub makes them', () => {
-    const anchors = headingAnchors('# A `b` (c.d)\n## Operator\'s checklist\n## X\n## X\n```\n# not a heading\n```');
+    const anchors = headingAnchors("# A `b` (c.d)\n## Operator's checklist\n## X\n## X\n```\n# not a heading\n```");
     expect([...anchors]).toEqual(['a-b-cd', 'operators-checklist', 'x', 'x-1']);
   });
 });

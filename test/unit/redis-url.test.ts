@@ -19,7 +19,10 @@ describe('parseRedisUrl', () => {
     expect(parseRedisUrl('redis+sentinel://:secret@s1:26379,s2/mymaster')).toMatchObject({
       mode: 'sentinel',
       password: 'secret',
-      hosts: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }],
+      hosts: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26379 },
+      ],
       path: 'mymaster',
     });
   });
@@ -27,7 +30,10 @@ describe('parseRedisUrl', () => {
   it('reads Cluster host lists', () => {
     expect(parseRedisUrl('redis+cluster://n1:7000,n2:7001')).toMatchObject({
       mode: 'cluster',
-      hosts: [{ host: 'n1', port: 7000 }, { host: 'n2', port: 7001 }],
+      hosts: [
+        { host: 'n1', port: 7000 },
+        { host: 'n2', port: 7001 },
+      ],
     });
   });
 

@@ -15,8 +15,7 @@ const P = 'ST29V10QEA7BRZBTWRFC4M70NJ4J6RJB5P1C6EE84';
 const OTHER = 'ST000000000000000000002AMW42H';
 const TX = '0xcba511741b230bd85cb5b3b10d26e0b92695d4a83f95c260cad82a40cd764235';
 
-const scopeOf = (id: RouteId, params: Record<string, string>, query = '') =>
-  etagScope(ROUTE_BY_ID.get(id)!, requestOf(validateRoute(id, params, query)));
+const scopeOf = (id: RouteId, params: Record<string, string>, query = '') => etagScope(ROUTE_BY_ID.get(id)!, requestOf(validateRoute(id, params, query)));
 
 const at = (ms: number, tipHash = '0xtip'): Snapshot => ({ at: ms, chain: { tipHash, reorgs: [] } });
 

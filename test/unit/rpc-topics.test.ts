@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeHashString, notificationTopicKey, readClientMessage, renderReply, subscriptionRefused, type ClientMessageOutcome } from '../../src/live/rpc-topics.js';
+import {
+  normalizeHashString,
+  notificationTopicKey,
+  readClientMessage,
+  renderReply,
+  subscriptionRefused,
+  type ClientMessageOutcome,
+} from '../../src/live/rpc-topics.js';
 
 const ADDRESS = 'SP000000000000000000002Q6VF78';
 const CONTRACT = `${ADDRESS}.pox-4`;
@@ -29,25 +36,35 @@ describe('readClientMessage: the upstream channel’s replies', () => {
   });
 
   it('refuses a bad tx_id, a bad address and an unknown event with the upstream’s messages', () => {
-    expect(reply(subscribe(3, { event: 'tx_update', tx_id: '0x12' }))).toBe('{"jsonrpc":"2.0","id":3,"error":{"message":"Invalid params","code":-32602,"data":"invalid tx_id"}}');
+    expect(reply(subscribe(3, { event: 'tx_update', tx_id: '0x12' }))).toBe(
+      '{"jsonrpc":"2.0","id":3,"error":{"message":"Invalid params","code":-32602,"data":"invalid tx_id"}}',
+    );
     expect(reply(subscribe(3, { event: 'tx_update', tx_id: `0x${'zz'.repeat(32)}` }))).toContain('"data":"invalid tx_id"');
-    expect(reply(subscribe(4, { event: 'address_tx_update', address: 'SPnope' }))).toBe('{"jsonrpc":"2.0","id":4,"error":{"message":"Invalid params","code":-32602,"data":"invalid address"}}');
+    expect(reply(subscribe(4, { event: 'address_tx_update', address: 'SPnope' }))).toBe(
+      '{"jsonrpc":"2.0","id":4,"error":{"message":"Invalid params","code":-32602,"data":"invalid address"}}',
+    );
     expect(reply(subscribe(4, { event: 'address_balance_update', address: 7 }))).toContain('"data":"invalid address"');
     expect(reply(subscribe(5, { event: 'blocks' }))).toBe(
       '{"jsonrpc":"2.0","id":5,"error":{"message":"Invalid params","code":-32602,"data":"subscription request must use a valid event name"}}',
     );
-    expect(reply(subscribe(6, {}))).toBe('{"jsonrpc":"2.0","id":6,"error":{"message":"Invalid params","code":-32602,"data":"subscription requests must include an event name"}}');
+    expect(reply(subscribe(6, {}))).toBe(
+      '{"jsonrpc":"2.0","id":6,"error":{"message":"Invalid params","code":-32602,"data":"subscription requests must include an event name"}}',
+    );
     expect(reply(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'subscribe' }))).toContain('"data":"subscription requests must include an event name"');
     expect(read(subscribe(4, { event: 'address_tx_update', address: 'SPnope' })).changes).toEqual([]);
   });
 
   it('keys address topics per event, contracts included', () => {
-    const outcome = read(JSON.stringify([
-      { jsonrpc: '2.0', id: 1, method: 'subscribe', params: { event: 'address_tx_update', address: ADDRESS } },
-      { jsonrpc: '2.0', id: 2, method: 'subscribe', params: { event: 'address_balance_update', address: CONTRACT } },
-    ]));
+    const outcome = read(
+      JSON.stringify([
+        { jsonrpc: '2.0', id: 1, method: 'subscribe', params: { event: 'address_tx_update', address: ADDRESS } },
+        { jsonrpc: '2.0', id: 2, method: 'subscribe', params: { event: 'address_balance_update', address: CONTRACT } },
+      ]),
+    );
     expect(keys(outcome)).toEqual([`subscribe address_tx_update:${ADDRESS}`, `subscribe address_balance_update:${CONTRACT}`]);
-    expect(renderReply(outcome.reply)).toBe(`[{"jsonrpc":"2.0","id":1,"result":{"address":"${ADDRESS}"}},{"jsonrpc":"2.0","id":2,"result":{"address":"${CONTRACT}"}}]`);
+    expect(renderReply(outcome.reply)).toBe(
+      `[{"jsonrpc":"2.0","id":1,"result":{"address":"${ADDRESS}"}},{"jsonrpc":"2.0","id":2,"result":{"address":"${CONTRACT}"}}]`,
+    );
   });
 
   it('answers unsubscribe like subscribe and marks it as an unsubscribe', () => {
@@ -74,7 +91,9 @@ describe('readClientMessage: the upstream channel’s replies', () => {
   });
 
   it('answers unknown methods with methodNotFound', () => {
-    expect(reply(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }))).toBe('{"jsonrpc":"2.0","id":1,"error":{"message":"Method not found","code":-32601}}');
+    expect(reply(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }))).toBe(
+      '{"jsonrpc":"2.0","id":1,"error":{"message":"Method not found","code":-32601}}',
+    );
   });
 
   it('answers bad JSON with a parse error carrying the text, id null', () => {
@@ -83,7 +102,9 @@ describe('readClientMessage: the upstream channel’s replies', () => {
 
   it('answers a binary frame with the upstream’s parse error', () => {
     const outcome = readClientMessage(Buffer.from(subscribe(1, { event: 'block' })), true);
-    expect(renderReply(outcome.reply)).toBe('{"jsonrpc":"2.0","id":null,"error":{"message":"Parse error","code":-32700,"data":"unexpected data type: Buffer"}}');
+    expect(renderReply(outcome.reply)).toBe(
+      '{"jsonrpc":"2.0","id":null,"error":{"message":"Parse error","code":-32700,"data":"unexpected data type: Buffer"}}',
+    );
     expect(outcome.changes).toEqual([]);
   });
 
@@ -94,8 +115,12 @@ describe('readClientMessage: the upstream channel’s replies', () => {
 
   it('answers invalid requests, client responses and an empty batch as the upstream does', () => {
     expect(reply('[]')).toBe('{"jsonrpc":"2.0","id":null,"error":{"message":"Invalid request","code":-32600,"data":[]}}');
-    expect(reply('{"id":1,"method":"subscribe"}')).toBe('{"jsonrpc":"2.0","id":null,"error":{"message":"Invalid request","code":-32600,"data":{"id":1,"method":"subscribe"}}}');
-    expect(reply('{"jsonrpc":"2.0","id":1,"result":5}')).toBe('{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid request","code":-32600,"data":"unexpected success msg from client"}}');
+    expect(reply('{"id":1,"method":"subscribe"}')).toBe(
+      '{"jsonrpc":"2.0","id":null,"error":{"message":"Invalid request","code":-32600,"data":{"id":1,"method":"subscribe"}}}',
+    );
+    expect(reply('{"jsonrpc":"2.0","id":1,"result":5}')).toBe(
+      '{"jsonrpc":"2.0","id":1,"error":{"message":"Invalid request","code":-32600,"data":"unexpected success msg from client"}}',
+    );
     expect(reply('{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"}}')).toBe(
       '{"jsonrpc":"2.0","id":2,"error":{"message":"Invalid request","code":-32600,"data":"unexpected error msg from client"}}',
     );
@@ -103,21 +128,27 @@ describe('readClientMessage: the upstream channel’s replies', () => {
   });
 
   it('fails a whole batch when a handler throws, keeping the changes made before', () => {
-    const outcome = read(JSON.stringify([
-      { jsonrpc: '2.0', id: 1, method: 'subscribe', params: { event: 'block' } },
-      { jsonrpc: '2.0', id: 2, method: 'subscribe', params: { event: 'nft_asset_event', asset_identifier: { toString: 1 }, value: 'x' } },
-      { jsonrpc: '2.0', id: 3, method: 'subscribe', params: { event: 'mempool' } },
-    ]));
-    expect(renderReply(outcome.reply)).toBe('{"jsonrpc":"2.0","id":null,"error":{"message":"Internal error","code":-32603,"data":"TypeError: Cannot convert object to primitive value"}}');
+    const outcome = read(
+      JSON.stringify([
+        { jsonrpc: '2.0', id: 1, method: 'subscribe', params: { event: 'block' } },
+        { jsonrpc: '2.0', id: 2, method: 'subscribe', params: { event: 'nft_asset_event', asset_identifier: { toString: 1 }, value: 'x' } },
+        { jsonrpc: '2.0', id: 3, method: 'subscribe', params: { event: 'mempool' } },
+      ]),
+    );
+    expect(renderReply(outcome.reply)).toBe(
+      '{"jsonrpc":"2.0","id":null,"error":{"message":"Internal error","code":-32603,"data":"TypeError: Cannot convert object to primitive value"}}',
+    );
     expect(keys(outcome)).toEqual(['subscribe block']);
   });
 
   it('tells each change its request id and response index, for a refusal in its place', () => {
-    const outcome = read(JSON.stringify([
-      { jsonrpc: '2.0', method: 'subscribe', params: { event: 'microblock' } },
-      { jsonrpc: '2.0', id: 'x', method: 'ping' },
-      { jsonrpc: '2.0', id: 'y', method: 'subscribe', params: { event: 'block' } },
-    ]));
+    const outcome = read(
+      JSON.stringify([
+        { jsonrpc: '2.0', method: 'subscribe', params: { event: 'microblock' } },
+        { jsonrpc: '2.0', id: 'x', method: 'ping' },
+        { jsonrpc: '2.0', id: 'y', method: 'subscribe', params: { event: 'block' } },
+      ]),
+    );
     expect(outcome.changes.map(({ id, response }) => [id, response])).toEqual([['y', 1]]);
     if (outcome.reply.kind !== 'responses') throw new Error('expected responses');
     outcome.reply.responses[1] = subscriptionRefused('y', 'at most 1');

@@ -37,7 +37,12 @@ describe('SharedFlight, waiting for a peer', () => {
     });
     let fetched = 0;
     const flight = new SharedFlight({ lock, lockTtlMs: 1_000, waitMs: 5_000 }, shared, Date.now);
-    const outcome = await flight.run(KEY, 'block', () => Promise.resolve(++fetched), () => true);
+    const outcome = await flight.run(
+      KEY,
+      'block',
+      () => Promise.resolve(++fetched),
+      () => true,
+    );
     expect(outcome).toEqual({ kind: 'filled', entry: landed });
     expect(fetched).toBe(0);
   });
@@ -45,7 +50,12 @@ describe('SharedFlight, waiting for a peer', () => {
   it('fetches itself when the holder released without landing an answer (it failed)', async () => {
     const lock = heldElsewhere(() => Promise.resolve(false));
     const flight = new SharedFlight({ lock, lockTtlMs: 1_000, waitMs: 5_000 }, tier(), Date.now);
-    const outcome = await flight.run(KEY, 'block', () => Promise.resolve('own answer'), () => true);
+    const outcome = await flight.run(
+      KEY,
+      'block',
+      () => Promise.resolve('own answer'),
+      () => true,
+    );
     expect(outcome).toEqual({ kind: 'fetched', value: 'own answer' });
   });
 
@@ -56,7 +66,12 @@ describe('SharedFlight, waiting for a peer', () => {
       return false;
     });
     const flight = new SharedFlight({ lock, lockTtlMs: 1_000, waitMs: 5_000 }, shared, Date.now);
-    const outcome = await flight.run(KEY, 'block', () => Promise.resolve('own answer'), () => false);
+    const outcome = await flight.run(
+      KEY,
+      'block',
+      () => Promise.resolve('own answer'),
+      () => false,
+    );
     expect(outcome).toEqual({ kind: 'fetched', value: 'own answer' });
   });
 });

@@ -68,9 +68,12 @@ function proxy(subscription: unknown): string[] | undefined | 'throws' {
 }
 
 describe('checkTopics', () => {
-  it.each(TOPICS.map((topic) => [topic.length > 80 ? `${topic.slice(0, 40)}… (${topic.length} chars)` : topic, topic]))('one topic %s: as the upstream', (_name, topic) => {
-    expect(proxy(topic)).toEqual(upstream(topic));
-  });
+  it.each(TOPICS.map((topic) => [topic.length > 80 ? `${topic.slice(0, 40)}… (${topic.length} chars)` : topic, topic]))(
+    'one topic %s: as the upstream',
+    (_name, topic) => {
+      expect(proxy(topic)).toEqual(upstream(topic));
+    },
+  );
 
   it('a list of every topic: the same invalid ones, in order', () => {
     expect(proxy(TOPICS)).toEqual(upstream(TOPICS));

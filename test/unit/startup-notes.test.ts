@@ -43,7 +43,9 @@ describe('start-up notes', () => {
     expect(lines.map((line) => line.level)).toEqual([INFO, WARN]);
     expect(lines[0]!.upstreams).toEqual(['https://api.hiro.so']);
     expect(lines[0]!.msg).toContain('reading from https://api.hiro.so; set UPSTREAM_URLS');
-    expect(lines[1]!.msg).toMatch(/^no UPSTREAM_API_KEY: the public Hiro API allows 50 requests\/min without a key, and the chain tip poll alone sends 60\/min/);
+    expect(lines[1]!.msg).toMatch(
+      /^no UPSTREAM_API_KEY: the public Hiro API allows 50 requests\/min without a key, and the chain tip poll alone sends 60\/min/,
+    );
     expect(lines[1]!.msg).toContain('set UPSTREAM_API_KEY');
     expect(lines[1]).toMatchObject({ upstreams: ['https://api.hiro.so'], tipPollsPerMinute: 60 });
   });
@@ -102,7 +104,10 @@ describe('the Node.js version check', () => {
   });
 
   it("agrees with package.json's engines and the bundled Node", () => {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string }; devDependencies: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      engines: { node: string };
+      devDependencies: Record<string, string>;
+    };
     expect(pkg.engines.node).toBe(`>=${REQUIRED_NODE_MAJOR}`);
     expect(Number(pkg.devDependencies.node?.split('.')[0])).toBe(REQUIRED_NODE_MAJOR);
   });

@@ -138,7 +138,12 @@ describe('statusReport', () => {
     ) as unknown as Report;
     expect(report.chain.tip).toBeNull();
     expect(report.chain.finality).toBeNull();
-    expect(report.upstreams[0]).toMatchObject({ origin: 'http://a', pushFeedBelieved: false, rateLimitedMs: null, lastError: { kind: '5xx', message: '<b>x</b>', route: 'chain_tip', ageSeconds: 3 } });
+    expect(report.upstreams[0]).toMatchObject({
+      origin: 'http://a',
+      pushFeedBelieved: false,
+      rateLimitedMs: null,
+      lastError: { kind: '5xx', message: '<b>x</b>', route: 'chain_tip', ageSeconds: 3 },
+    });
     expect(report.cache.redis).toEqual({ keys: 5, usedMemoryBytes: null, evictedKeys: 0, maxBytes: 0 });
     expect(report.live).toEqual({ pushFeed: true, fanout: true, fanoutClients: { rpc: 2, socketIo: 0 } });
   });

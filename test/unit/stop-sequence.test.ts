@@ -34,7 +34,14 @@ describe('StopSequence', () => {
   });
 });
 
-const status = (origin: string, extra: Partial<UpstreamStatus> = {}): UpstreamStatus => ({ origin, breaker: 'closed', usable: true, inFlight: 0, queued: 0, ...extra });
+const status = (origin: string, extra: Partial<UpstreamStatus> = {}): UpstreamStatus => ({
+  origin,
+  breaker: 'closed',
+  usable: true,
+  inFlight: 0,
+  queued: 0,
+  ...extra,
+});
 
 describe('judgeReadiness', () => {
   it("says why: each upstream's last error, or that it has not answered yet", () => {

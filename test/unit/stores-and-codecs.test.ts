@@ -207,7 +207,7 @@ describe('entryCost: what an entry costs the process in the memory tier', () => 
   const HEAP = 800;
   const heapCharge = (bytes: number): number => Math.ceil(HEAP_HEADROOM * bytes);
 
-  it('counts the heap part (overhead, key, etag, headers) with V8\'s headroom, then the body and what owning it costs', () => {
+  it("counts the heap part (overhead, key, etag, headers) with V8's headroom, then the body and what owning it costs", () => {
     expect(entryCost(KEY, BASE)).toBe(heapCharge(HEAP) + OWNED_BODY_BYTES + 200);
     expect(entryCost(KEY, BASE)).toBe(1_624);
     expect(ENTRY_OVERHEAD_BYTES).toBe(600);
@@ -223,7 +223,7 @@ describe('entryCost: what an entry costs the process in the memory tier', () => 
     expect(entryCost(KEY, { ...BASE, principal: 'SP2J6' })).toBe(heapCharge(HEAP + 16 + 16 + 10) + base);
   });
 
-  it('counts body bytes once each: they live outside V8\'s heap', () => {
+  it("counts body bytes once each: they live outside V8's heap", () => {
     expect(entryCost(KEY, { ...BASE, body: Buffer.alloc(1_200) }) - entryCost(KEY, BASE)).toBe(1_000);
   });
 });
@@ -367,27 +367,16 @@ describe('scanObjectMembers', () => {
     expect(scanObjectMembers(text)).toBeUndefined();
   });
 
-  it.each([
-    '{',
-    '{"a"',
-    '{"a":',
-    '{"a":1',
-    '{"a":1,',
-    '{"a":"x',
-    '{"a":"x\\',
-    '{"a":{"b":1}',
-    '{"a":[1,2',
-    '{"a":1,"b":{"c":"}"',
-  ])('returns undefined for the truncated %j', (text) => {
-    expect(scanObjectMembers(text)).toBeUndefined();
-  });
-
-  it.each(['{"a":1}x', '{"a":1}}', '{"a":1,}', '{"a" 1}', '{a:1}', '{"a":}', '{,"a":1}', '{"a":1 "b":2}'])(
-    'returns undefined for the malformed %j',
+  it.each(['{', '{"a"', '{"a":', '{"a":1', '{"a":1,', '{"a":"x', '{"a":"x\\', '{"a":{"b":1}', '{"a":[1,2', '{"a":1,"b":{"c":"}"'])(
+    'returns undefined for the truncated %j',
     (text) => {
       expect(scanObjectMembers(text)).toBeUndefined();
     },
   );
+
+  it.each(['{"a":1}x', '{"a":1}}', '{"a":1,}', '{"a" 1}', '{a:1}', '{"a":}', '{,"a":1}', '{"a":1 "b":2}'])('returns undefined for the malformed %j', (text) => {
+    expect(scanObjectMembers(text)).toBeUndefined();
+  });
 
   it('splits every recorded tx/multiple answer into members that rebuild it byte for byte', () => {
     const recs = recordingsMatching(/^\/extended\/v1\/tx\/multiple\?/);
@@ -404,7 +393,10 @@ describe('scanObjectMembers', () => {
 });
 
 describe('orderItems / composeList', () => {
-  const mined = (id: string, height: number) => ({ id, entry: entry(`{"found":true,"result":{"tx_id":"${id}","block_height":${height}}}`, { listItem: { found: true, minedHeight: height } }) });
+  const mined = (id: string, height: number) => ({
+    id,
+    entry: entry(`{"found":true,"result":{"tx_id":"${id}","block_height":${height}}}`, { listItem: { found: true, minedHeight: height } }),
+  });
   const pending = (id: string) => ({ id, entry: entry(`{"found":true,"result":{"tx_id":"${id}","tx_status":"pending"}}`, { listItem: { found: true } }) });
   const missing = (id: string) => ({ id, entry: entry(`{"found":false,"result":{"tx_id":"${id}"}}`, { listItem: { found: false } }) });
 
@@ -425,8 +417,13 @@ describe('orderItems / composeList', () => {
   });
 
   it('writes the members as an object keyed by id, with the stored bytes unchanged', () => {
-    const body = composeList([pending('0xp'), { id: '0xm', entry: entry('{ "found" : true , "result":{"block_height":2}}', { listItem: { found: true, minedHeight: 2 } }) }]);
-    expect(body.toString('utf8')).toBe('{"0xm":{ "found" : true , "result":{"block_height":2}},"0xp":{"found":true,"result":{"tx_id":"0xp","tx_status":"pending"}}}');
+    const body = composeList([
+      pending('0xp'),
+      { id: '0xm', entry: entry('{ "found" : true , "result":{"block_height":2}}', { listItem: { found: true, minedHeight: 2 } }) },
+    ]);
+    expect(body.toString('utf8')).toBe(
+      '{"0xm":{ "found" : true , "result":{"block_height":2}},"0xp":{"found":true,"result":{"tx_id":"0xp","tx_status":"pending"}}}',
+    );
     expect(composeList([]).toString('utf8')).toBe('{}');
   });
 

@@ -46,7 +46,9 @@ describe('admitSurface', () => {
     expect(entry).toMatchObject({ status: 200, cls: 'tip', upstreamEtag: '"abc"', etag: '"abc"', tipHash: '0xt1', principal: ADDRESS, validatedAt: 1_000 });
     expect(entry.headers.warning).toBe(WARNING);
 
-    const nonces = entryOf(admitSurface(factsFor('GET', `/extended/v1/address/${ADDRESS}/nonces`), answer(200, { possible_next_nonce: 3 }, { etag: '"n"' }), asked));
+    const nonces = entryOf(
+      admitSurface(factsFor('GET', `/extended/v1/address/${ADDRESS}/nonces`), answer(200, { possible_next_nonce: 3 }, { etag: '"n"' }), asked),
+    );
     expect(nonces.cls).toBe('mempool');
     expect(nonces.principal).toBe(ADDRESS);
     const mempool = entryOf(admitSurface(factsFor('GET', '/extended/v1/tx/mempool', `address=${ADDRESS}`), answer(200, { results: [] }), asked));
@@ -93,7 +95,10 @@ describe('admitSurface', () => {
   });
 
   it('stores a 404 briefly only where a later block can create the thing, and a 410 as mempool class', () => {
-    expect(entryOf(admitSurface(factsFor('GET', `/v2/contracts/interface/${ADDRESS}/c`), answer(404, 'no such contract', { 'content-type': 'text/plain' }), asked)).cls).toBe('tip');
+    expect(
+      entryOf(admitSurface(factsFor('GET', `/v2/contracts/interface/${ADDRESS}/c`), answer(404, 'no such contract', { 'content-type': 'text/plain' }), asked))
+        .cls,
+    ).toBe('tip');
     expect(admitSurface(factsFor('GET', `/extended/v1/address/${ADDRESS}/nonces`), answer(404, { error: 'x' }), asked).kind).toBe('pass-on');
     const gone = entryOf(admitSurface(factsFor('GET', `/extended/v1/address/${ADDRESS}/nonces`), answer(410, { error: 'Gone' }, { warning: WARNING }), asked));
     expect(gone).toMatchObject({ status: 410, cls: 'mempool' });
@@ -102,7 +107,11 @@ describe('admitSurface', () => {
 
   it("passes on every other status with the upstream's body", () => {
     for (const status of [400, 401, 403, 429, 500, 501]) {
-      const admission = admitSurface(factsFor('POST', `/v2/contracts/call-read/${ADDRESS}/c/f`), answer(status, 'refused', { 'content-type': 'text/plain' }), asked);
+      const admission = admitSurface(
+        factsFor('POST', `/v2/contracts/call-read/${ADDRESS}/c/f`),
+        answer(status, 'refused', { 'content-type': 'text/plain' }),
+        asked,
+      );
       expect(admission.kind).toBe('pass-on');
       if (admission.kind === 'pass-on') expect(admission.passed).toMatchObject({ status, body: Buffer.from('refused') });
     }
@@ -179,7 +188,9 @@ describe('surfaceSpec: evidence for final answers', () => {
     await spec.admit(answer(404, 'missing'), asked);
     expect(found.calls).toHaveLength(1);
     const none = counting(undefined);
-    expect(await specFor('GET', `/v2/contracts/interface/${ADDRESS}/token`, '', none.evidence).admit(answer(200, {}), asked)).toMatchObject({ entry: { cls: 'tip' } });
+    expect(await specFor('GET', `/v2/contracts/interface/${ADDRESS}/token`, '', none.evidence).admit(answer(200, {}), asked)).toMatchObject({
+      entry: { cls: 'tip' },
+    });
   });
 
   it('never makes a contract source with a per-tip proof final', async () => {
@@ -279,7 +290,8 @@ describe('evidence rules', () => {
   });
 
   it('finds every family it needs', () => {
-    for (const id of ['contract_interface', 'contract_source', 'constant_val', 'call_read', 'map_entry', 'data_var', 'tx_raw']) expect(FAMILY_BY_ID.get(id)?.evidence).toBeDefined();
+    for (const id of ['contract_interface', 'contract_source', 'constant_val', 'call_read', 'map_entry', 'data_var', 'tx_raw'])
+      expect(FAMILY_BY_ID.get(id)?.evidence).toBeDefined();
   });
 });
 

@@ -26,7 +26,11 @@ function familiesOf(template: string): string[] {
 describe('the family table', () => {
   it('puts every upstream GET route in the 13 routes, exactly one family, or the passed-through list', () => {
     for (const route of UPSTREAM_GET_ROUTES) {
-      const homes = [...(cachedShapes.has(shapeOf(route)) ? ['13 routes'] : []), ...familiesOf(route), ...(PASSED_THROUGH_ROUTES.has(route) ? ['passthrough'] : [])];
+      const homes = [
+        ...(cachedShapes.has(shapeOf(route)) ? ['13 routes'] : []),
+        ...familiesOf(route),
+        ...(PASSED_THROUGH_ROUTES.has(route) ? ['passthrough'] : []),
+      ];
       expect(homes, route).toHaveLength(1);
     }
   });

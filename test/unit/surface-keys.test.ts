@@ -30,10 +30,7 @@ describe('surfaceKey', () => {
     // A small alphabet so that equal parts come up often, and long ones cross the hashing bound.
     url: fc.oneof(fc.stringMatching(/^\/[ab?=&]{0,6}$/), fc.stringMatching(/^\/[ab]{600,700}$/)),
     canonicalBody: fc.option(fc.oneof(fc.stringMatching(/^[{}"a1:]{0,5}$/), fc.stringMatching(/^[ab]{600,620}$/)), { nil: undefined }),
-    tip: fc.option(
-      fc.record({ hash: fc.constantFrom('0x01', '0x02'), burnHeight: fc.option(fc.constantFrom(7, 8), { nil: undefined }) }),
-      { nil: undefined },
-    ),
+    tip: fc.option(fc.record({ hash: fc.constantFrom('0x01', '0x02'), burnHeight: fc.option(fc.constantFrom(7, 8), { nil: undefined }) }), { nil: undefined }),
   });
   const keyOf = (p: Omit<KeyParts, 'prefix'>) => surfaceKey({ prefix: 'scp', ...p });
   const same = (a: Omit<KeyParts, 'prefix'>, b: Omit<KeyParts, 'prefix'>): boolean =>
@@ -64,8 +61,12 @@ describe('surfaceKey', () => {
   });
 
   it('reads as <prefix>:v<schema>:s:<family>:<method>:<tip>:<subjects>:<request>', () => {
-    expect(keyOf({ method: 'GET', family: family('v2_info'), url: '/v2/info', tip: { hash: '0xab', burnHeight: 9 } })).toMatch(/^scp:v\d+:s:v2_info:GET:0xab@9:-:\/v2\/info$/);
-    expect(keyOf({ method: 'POST', family: family('call_read'), url: '/v2/x?tip=1', canonicalBody: '{"a":1}', subjects: ',p=SP1.c,' })).toMatch(/:s:call_read:POST:-:,p=SP1\.c,:\/v2\/x\?tip=1#\{"a":1\}$/);
+    expect(keyOf({ method: 'GET', family: family('v2_info'), url: '/v2/info', tip: { hash: '0xab', burnHeight: 9 } })).toMatch(
+      /^scp:v\d+:s:v2_info:GET:0xab@9:-:\/v2\/info$/,
+    );
+    expect(keyOf({ method: 'POST', family: family('call_read'), url: '/v2/x?tip=1', canonicalBody: '{"a":1}', subjects: ',p=SP1.c,' })).toMatch(
+      /:s:call_read:POST:-:,p=SP1\.c,:\/v2\/x\?tip=1#\{"a":1\}$/,
+    );
   });
 });
 
@@ -157,7 +158,8 @@ describe('canonicalJson', () => {
   it('refuses duplicate keys, bad JSON, bad UTF-8, a BOM and nesting deeper than the bound', () => {
     expect(canonical('{"a":1,"a":2}').kind).toBe('refused');
     expect(canonical('{"a":1,"b":{"c":1,"c":1}}').kind).toBe('refused');
-    for (const bad of ['', '{', '{"a"}', '[1,]', '01', '1.', '"\u0001"', 'tru', '{"a":1}x', "'a'", 'NaN', '"\\x"']) expect(canonical(bad).kind, bad).toBe('refused');
+    for (const bad of ['', '{', '{"a"}', '[1,]', '01', '1.', '"\u0001"', 'tru', '{"a":1}x', "'a'", 'NaN', '"\\x"'])
+      expect(canonical(bad).kind, bad).toBe('refused');
     expect(canonicalJson(Buffer.from([0x22, 0xff, 0x22])).kind).toBe('refused');
     expect(canonicalJson(Buffer.from('\ufeff{}', 'utf8')).kind).toBe('refused');
     expect(canonical(`${'['.repeat(MAX_DEPTH)}${']'.repeat(MAX_DEPTH)}`).kind).toBe('json');

@@ -16,17 +16,32 @@ afterAll(() => upstream.close());
 
 const get = async (path: string, headers: Record<string, string> = {}) => {
   const r = await fetch(upstream.url + path, { headers });
-  return { status: r.status, etag: r.headers.get('etag'), cacheControl: r.headers.get('cache-control'), warning: r.headers.get('warning'), body: await r.text() };
+  return {
+    status: r.status,
+    etag: r.headers.get('etag'),
+    cacheControl: r.headers.get('cache-control'),
+    warning: r.headers.get('warning'),
+    body: await r.text(),
+  };
 };
 const post = async (path: string, body: unknown, contentType = 'application/json') => {
-  const r = await fetch(upstream.url + path, { method: 'POST', headers: { 'content-type': contentType }, body: typeof body === 'string' || body instanceof Blob ? body : JSON.stringify(body) });
+  const r = await fetch(upstream.url + path, {
+    method: 'POST',
+    headers: { 'content-type': contentType },
+    body: typeof body === 'string' || body instanceof Blob ? body : JSON.stringify(body),
+  });
   return { status: r.status, cacheControl: r.headers.get('cache-control'), body: await r.text() };
 };
-const nextNonce = async (address: string) => (JSON.parse((await get(`/extended/v1/address/${address}/nonces`)).body) as { possible_next_nonce: number }).possible_next_nonce;
+const nextNonce = async (address: string) =>
+  (JSON.parse((await get(`/extended/v1/address/${address}/nonces`)).body) as { possible_next_nonce: number }).possible_next_nonce;
 
 describe('surface upstream', () => {
   it('moves each ETag kind only with what it depends on', async () => {
-    const [alice, bob, carol] = upstream.cast.wallets as [typeof upstream.cast.wallets[0], typeof upstream.cast.wallets[0], typeof upstream.cast.wallets[0]];
+    const [alice, bob, carol] = upstream.cast.wallets as [
+      (typeof upstream.cast.wallets)[0],
+      (typeof upstream.cast.wallets)[0],
+      (typeof upstream.cast.wallets)[0],
+    ];
     const read = async () => ({
       tip: (await get('/extended')).etag,
       mempool: (await get('/extended/v1/tx/mempool?address=' + carol.address)).etag,
@@ -110,7 +125,9 @@ describe('surface upstream', () => {
     const tipBefore = upstream.current();
     const indexBefore = tipBefore.blocks[tipBefore.blocks.length - 1]!.indexHash;
     const before = Date.now();
-    await post('/v2/transactions', { tx: await signContractCall(frank, `${deployer.address}.counter`, 'set-score', [Cl.uint(42n)], await nextNonce(frank.address), 500n) });
+    await post('/v2/transactions', {
+      tx: await signContractCall(frank, `${deployer.address}.counter`, 'set-score', [Cl.uint(42n)], await nextNonce(frank.address), 500n),
+    });
     upstream.mine();
     const now = await post(`/v2/map_entry/${deployer.address}/counter/scores?proof=0`, key);
     const pinned = await post(`/v2/map_entry/${deployer.address}/counter/scores?proof=0&tip=${indexBefore.slice(2)}`, key);
@@ -121,7 +138,7 @@ describe('surface upstream', () => {
     expect(upstream.answerAt(Date.now(), 'POST', url, key).body).toBe(now.body);
   });
 
-  it('gives a confirmed transaction\'s events through tx/multiple (what a block learner reads), keyed by id', async () => {
+  it("gives a confirmed transaction's events through tx/multiple (what a block learner reads), keyed by id", async () => {
     const s = upstream.current();
     const withEvents = [...s.mined.values()].find((t) => t.events.length > 0)!;
     const unknown = `0x${'cd'.repeat(32)}`;
@@ -130,7 +147,9 @@ describe('surface upstream', () => {
     expect(body[withEvents.core.txId]).toMatchObject({ found: true });
     expect(body[withEvents.core.txId]?.result.events).toHaveLength(withEvents.events.length);
     expect(body[unknown]).toEqual({ found: false, result: { tx_id: unknown } });
-    const blockTxs = JSON.parse((await get(`/extended/v2/blocks/${withEvents.height}/transactions`)).body) as { results: Array<{ tx_id: string; event_count: number; events: unknown[] }> };
+    const blockTxs = JSON.parse((await get(`/extended/v2/blocks/${withEvents.height}/transactions`)).body) as {
+      results: Array<{ tx_id: string; event_count: number; events: unknown[] }>;
+    };
     const listed = blockTxs.results.find((t) => t.tx_id === withEvents.core.txId);
     expect(listed).toMatchObject({ event_count: withEvents.events.length, events: [] });
   });

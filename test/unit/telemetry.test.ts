@@ -112,7 +112,12 @@ describe('domain events', () => {
     ['cacheEvicted', (t) => t.cacheEvicted('memory'), 'stacks_proxy_cache_evictions_total', { tier: 'memory' }],
     ['redisCommand', (t) => t.redisCommand('get', 0.002), 'stacks_proxy_redis_command_duration_seconds_count', { command: 'get' }],
     ['singleflightJoined', (t) => t.singleflightJoined('block'), 'stacks_proxy_singleflight_joined_total', { route: 'block' }],
-    ['sharedFlightWaited', (t) => t.sharedFlightWaited('block', 'timeout'), 'stacks_proxy_shared_singleflight_waits_total', { route: 'block', result: 'timeout' }],
+    [
+      'sharedFlightWaited',
+      (t) => t.sharedFlightWaited('block', 'timeout'),
+      'stacks_proxy_shared_singleflight_waits_total',
+      { route: 'block', result: 'timeout' },
+    ],
     ['revalidated', (t) => t.revalidated('not_modified'), 'stacks_proxy_revalidations_total', { result: 'not_modified' }],
     ['staleServed', (t) => t.staleServed('block', 'timeout'), 'stacks_proxy_stale_served_total', { route: 'block', reason: 'timeout' }],
     ['reorgPurged', (t) => t.reorgPurged(), 'stacks_proxy_reorg_purged_entries_total', {}],
@@ -418,8 +423,7 @@ describe('the registry', () => {
   });
 
   it('exports Node default metrics under their standard names when enabled', async () => {
-    const names = async (defaultMetrics: boolean) =>
-      (await telemetryWithLog({ defaultMetrics }).telemetry.registry.getMetricsAsJSON()).map((m) => m.name);
+    const names = async (defaultMetrics: boolean) => (await telemetryWithLog({ defaultMetrics }).telemetry.registry.getMetricsAsJSON()).map((m) => m.name);
     const withDefaults = await names(true);
     expect(withDefaults).toContain('process_cpu_seconds_total');
     expect(withDefaults).toContain('process_resident_memory_bytes');
@@ -432,8 +436,16 @@ describe('the registry', () => {
 
   it('registers exactly the catalogue', async () => {
     const names = async (redis: boolean) => (await telemetryWithLog({ redis }).telemetry.registry.getMetricsAsJSON()).map((m) => m.name).sort();
-    expect(await names(false)).toEqual(catalogueSpecs({ redis: false }).map((s) => s.name).sort());
-    expect(await names(true)).toEqual(catalogueSpecs({ redis: true }).map((s) => s.name).sort());
+    expect(await names(false)).toEqual(
+      catalogueSpecs({ redis: false })
+        .map((s) => s.name)
+        .sort(),
+    );
+    expect(await names(true)).toEqual(
+      catalogueSpecs({ redis: true })
+        .map((s) => s.name)
+        .sort(),
+    );
     expect(catalogueSpecs({ redis: true }).length).toBe(Object.keys(METRICS).length + Object.keys(REDIS_METRICS).length);
   });
 

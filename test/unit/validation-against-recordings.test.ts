@@ -61,7 +61,10 @@ describe('route matching helper', () => {
     // Only /extended, /extended/ and the two unknown routes are outside the 13 routes.
     expect(ALL.length - CASES.length).toBe(4);
     for (const id of new Set(ROUTES.map((r) => r.id))) {
-      expect(CASES.some((c) => c.match.route.id === id), id).toBe(true);
+      expect(
+        CASES.some((c) => c.match.route.id === id),
+        id,
+      ).toBe(true);
     }
   });
 

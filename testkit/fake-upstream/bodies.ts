@@ -115,9 +115,7 @@ export function searchTxs(chain: FakeChain, ids: string[]): string {
   }
   mined.sort((a, b) => Number(a.body.block_height) - Number(b.body.block_height));
   const entries = [
-    ...[...mined, ...pending].map(
-      (tx) => `${JSON.stringify(tx.body.tx_id)}:{"found":true,"result":${JSON.stringify(tx.body)}}`,
-    ),
+    ...[...mined, ...pending].map((tx) => `${JSON.stringify(tx.body.tx_id)}:{"found":true,"result":${JSON.stringify(tx.body)}}`),
     ...missing.map((id) => `${JSON.stringify(id)}:{"found":false,"result":{"tx_id":${JSON.stringify(id)}}}`),
   ];
   return `{${entries.join(',')}}`;

@@ -58,9 +58,7 @@ export function burnBlockReply({ chain, params: [param = ''] }: RequestContext):
   const found = chain.highestAtBurnHeight(burnHeight);
   // Both answers carry the chain-tip ETag: the cache preHandler runs before the handler (§3).
   const etag = chain.tipBlock().index_block_hash;
-  return found
-    ? jsonReply(200, legacyBlockJson(found), etag)
-    : jsonReply(404, errorBody(404, 'cannot find block by height'), etag);
+  return found ? jsonReply(200, legacyBlockJson(found), etag) : jsonReply(404, errorBody(404, 'cannot find block by height'), etag);
 }
 
 /** Query params other than the default are ignored: the default body answers them all. */
@@ -73,9 +71,7 @@ export function txReply({ chain, params: [param = ''], query }: RequestContext):
     return { status: 302, body: '', location: `/extended/v1/tx/${id}${query ? `?${query}` : ''}`, etag };
   }
   const tx = chain.findTx(id);
-  return tx
-    ? jsonReply(200, JSON.stringify(tx.body), etag)
-    : jsonReply(404, errorBody(404, 'could not find transaction by ID'));
+  return tx ? jsonReply(200, JSON.stringify(tx.body), etag) : jsonReply(404, errorBody(404, 'could not find transaction by ID'));
 }
 
 export function txMultipleReply({ chain, query }: RequestContext): Reply {

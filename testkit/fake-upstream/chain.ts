@@ -95,8 +95,7 @@ export class FakeChain {
 
   /** A canonical block by block_hash or index_block_hash (lowercase 0x hex). */
   blockByHash(hash: string): NakamotoBlock | undefined {
-    return this.canonical.find(({ block }) => block.hash === hash || block.index_block_hash === hash)
-      ?.block;
+    return this.canonical.find(({ block }) => block.hash === hash || block.index_block_hash === hash)?.block;
   }
 
   /**
@@ -104,11 +103,8 @@ export class FakeChain {
    * block is left at that burn height.
    */
   highestAtBurnHeight(burnHeight: number): ChainBlock | undefined {
-    const byRank = (a: ChainBlock, b: ChainBlock) =>
-      Number(b.block.canonical) - Number(a.block.canonical) || b.block.height - a.block.height;
-    return [...this.canonical, ...this.orphaned]
-      .filter(({ block }) => block.burn_block_height === burnHeight)
-      .sort(byRank)[0];
+    const byRank = (a: ChainBlock, b: ChainBlock) => Number(b.block.canonical) - Number(a.block.canonical) || b.block.height - a.block.height;
+    return [...this.canonical, ...this.orphaned].filter(({ block }) => block.burn_block_height === burnHeight).sort(byRank)[0];
   }
 
   findTx(txId: string): ChainTx | undefined {

@@ -84,8 +84,7 @@ export function fail(req: IncomingMessage, res: ServerResponse, how: Exclude<Fai
   else if (how.close) {
     write(res, how.status, { ...headers, ...how.headers }, how.body ?? errorBody(how.status, 'Injected failure'));
     dropAfterReading(req, CLOSE_AFTER_BYTES);
-  }
-  else write(res, how.status, { ...headers, ...how.headers }, how.body ?? errorBody(how.status, 'Injected failure'));
+  } else write(res, how.status, { ...headers, ...how.headers }, how.body ?? errorBody(how.status, 'Injected failure'));
 }
 
 export function refuseUpgrade(socket: Duplex, how: FailureMode): void {

@@ -5,9 +5,7 @@ import { unquote } from './primitives.js';
 
 /** Blocks 1..tip and their txs, as recorded. */
 export function recordedChain(): { blocks: ChainBlock[]; txs: Map<string, ChainTx> } {
-  const bodies = recordingsMatching(/^\/extended\/v1\/tx\/0x[0-9a-f]{64}$/).map(
-    (rec) => JSON.parse(rec.body) as TxBody,
-  );
+  const bodies = recordingsMatching(/^\/extended\/v1\/tx\/0x[0-9a-f]{64}$/).map((rec) => JSON.parse(rec.body) as TxBody);
   const legacyTxIds = recordedLegacyTxIds();
   const blocks = recordedBlocks().map((block) => ({
     block,

@@ -9,9 +9,7 @@ const RESOURCE_PARAMS = new Set(['tx_id', 'address']);
 
 /** Replays a recording of the request (or of its stand-in), with the ETag recomputed for now. */
 export function replayReply(ctx: RequestContext, route: RouteSpec): Reply {
-  const rec =
-    lookupRecording(ctx.path, ctx.query) ??
-    (route.standIn ? lookupRecording(route.standIn(ctx), ctx.query) : undefined);
+  const rec = lookupRecording(ctx.path, ctx.query) ?? (route.standIn ? lookupRecording(route.standIn(ctx), ctx.query) : undefined);
   if (!rec) return route.fallback?.(ctx) ?? routeNotFound(ctx.method, ctx.url);
   const recordedEtag = rec.headers.etag === undefined ? undefined : unquote(rec.headers.etag);
   return {
@@ -39,8 +37,7 @@ export function closestRecording(urlPath: string, query: string): Recording | un
     const recQuery = splitUrl(rec.path).query;
     if (rec.status !== 200 || resourceParams(recQuery) !== identity) continue;
     const shared = recQuery.split('&').filter((pair) => wanted.has(pair)).length;
-    const better =
-      !best || shared > best.shared || (shared === best.shared && rec.path.length < best.rec.path.length);
+    const better = !best || shared > best.shared || (shared === best.shared && rec.path.length < best.rec.path.length);
     if (better) best = { rec, shared };
   }
   return best?.rec;

@@ -4,8 +4,7 @@ import { unquote } from './primitives.js';
 import { errorBody, JSON_TYPE, type Reply } from './replies.js';
 
 export const API_VERSION = 'v8.13.6 (fake)';
-const DEPRECATION_WARNING =
-  '299 - "Deprecated: See https://docs.hiro.so/stacks/api for more information"';
+const DEPRECATION_WARNING = '299 - "Deprecated: See https://docs.hiro.so/stacks/api for more information"';
 const MUST_REVALIDATE = 'public, no-cache, must-revalidate';
 
 /** Adds the common headers, and answers 304 when If-None-Match holds the ETag (§3, §1.4). */

@@ -30,13 +30,10 @@ export interface RouteSpec {
 
 export const tipEtag = ({ chain }: RequestContext) => chain.tipBlock().index_block_hash;
 export const mempoolEtag = ({ chain }: RequestContext) => chain.mempoolEtag();
-export const principalEtag = ({ chain, params: [principal = ''] }: RequestContext, recorded: string) =>
-  chain.principalEtag(recorded, false, principal);
-export const principalMempoolEtag = ({ chain, params: [principal = ''] }: RequestContext, recorded: string) =>
-  chain.principalEtag(recorded, true, principal);
+export const principalEtag = ({ chain, params: [principal = ''] }: RequestContext, recorded: string) => chain.principalEtag(recorded, false, principal);
+export const principalMempoolEtag = ({ chain, params: [principal = ''] }: RequestContext, recorded: string) => chain.principalEtag(recorded, true, principal);
 /** An unrecorded principal answers as one without any activity does (200, zeros, no ETag). */
-const asInactivePrincipal = ({ path, params: [principal = ''] }: RequestContext) =>
-  path.replace(`/${principal}/`, `/${RECORDED.principalWithoutTxs}/`);
+const asInactivePrincipal = ({ path, params: [principal = ''] }: RequestContext) => path.replace(`/${principal}/`, `/${RECORDED.principalWithoutTxs}/`);
 
 /** Static segments first: find-my-way prefers them over parametric ones (§1.1). */
 export const ROUTES: RouteSpec[] = [

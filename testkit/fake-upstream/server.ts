@@ -51,9 +51,7 @@ export class FakeUpstreamServer implements FakeUpstream {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
     });
-    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-      this.onUpgrade(req, socket, head),
-    );
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.onUpgrade(req, socket, head));
   }
 
   async listen(port: number): Promise<void> {

@@ -44,12 +44,7 @@ export interface RecordedRequest {
  * `stall-body`: a 200 whose headers and first body bytes arrive, then nothing more.
  */
 export type FailureMode =
-  | { status: number; body?: string; headers?: Record<string, string>; close?: boolean }
-  | { answerAs: string }
-  | 'reset'
-  | 'hang'
-  | 'garbage'
-  | 'stall-body';
+  { status: number; body?: string; headers?: Record<string, string>; close?: boolean } | { answerAs: string } | 'reset' | 'hang' | 'garbage' | 'stall-body';
 
 /**
  * A pushing channel served on its own path prefix (testkit/live-upstream): its HTTP requests

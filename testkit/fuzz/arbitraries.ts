@@ -79,8 +79,35 @@ const KNOWN_VALUES = [
 
 const DOT_SEGMENTS = ['.', '..', '%2e', '%2E', '%2e%2e', '%2E%2E', '%2e%2E', '.%2e', '%2e.', '...', '.%00.'];
 const PERCENT_ENCODINGS = [
-  '%2F', '%2f', '%5c', '%5C', '%00', '%25', '%', '%2', '%zz', '%G0', '%e2%82', '%C3%A9', '%c3%a9', '%3F', '%3f',
-  '%23', '%20', '%2B', '+', '%252e', '%252F', '%u002e', '%c0%ae', '%ff', '%0a', '%0d%0a', '%3B', '%26', '%3D',
+  '%2F',
+  '%2f',
+  '%5c',
+  '%5C',
+  '%00',
+  '%25',
+  '%',
+  '%2',
+  '%zz',
+  '%G0',
+  '%e2%82',
+  '%C3%A9',
+  '%c3%a9',
+  '%3F',
+  '%3f',
+  '%23',
+  '%20',
+  '%2B',
+  '+',
+  '%252e',
+  '%252F',
+  '%u002e',
+  '%c0%ae',
+  '%ff',
+  '%0a',
+  '%0d%0a',
+  '%3B',
+  '%26',
+  '%3D',
 ];
 const SPECIAL_CHARS = ['/', '//', '\\', '\\\\', '?', '#', '&', '=', ';', ',', ' ', '\t', '\u0000', '\r\n', '@', ':', '~', '"', '<', "'", '*', '{', '|'];
 const UNICODE = ['é', 'ü', '日本', '🙂', '\u200b', '\ufeff', 'İ', 'ﬀ', 'Ａ', '\u202e', '\ud800', '．', '／', '＼'];
@@ -88,7 +115,10 @@ const EVENT_TYPES = ['smart_contract_log', 'stx_lock', 'stx_asset', 'fungible_to
 
 /** A value many times longer than any the upstream accepts. */
 const longValue = fc
-  .tuple(fc.constantFrom('a', '0', '1', 'S', '%2e', '.', '/', 'ST29V10QEA7BRZBTWRFC4M70NJ4J6RJB5P1C6EE84', 'é', 'f'), fc.integer({ min: 100, max: MAX_SLOT_CHARS }))
+  .tuple(
+    fc.constantFrom('a', '0', '1', 'S', '%2e', '.', '/', 'ST29V10QEA7BRZBTWRFC4M70NJ4J6RJB5P1C6EE84', 'é', 'f'),
+    fc.integer({ min: 100, max: MAX_SLOT_CHARS }),
+  )
   .map(([unit, length]) => unit.repeat(Math.ceil(length / unit.length)));
 
 const piece: fc.Arbitrary<string> = fc.oneof(
@@ -132,12 +162,45 @@ export const slotValue: fc.Arbitrary<string> = spelled(
 ).map((value) => value.slice(0, MAX_SLOT_CHARS));
 
 const numberish = fc.oneof(
-  fc.constantFrom('0', '1', '20', '50', '51', '100', '101', '-1', '-0', '+1', '01', '1.0', '1.5', '1e3', '1e21', '0x10', ' 1', '1 ', 'Infinity', 'NaN', '', '9007199254740993', '1000000000000000000000'),
+  fc.constantFrom(
+    '0',
+    '1',
+    '20',
+    '50',
+    '51',
+    '100',
+    '101',
+    '-1',
+    '-0',
+    '+1',
+    '01',
+    '1.0',
+    '1.5',
+    '1e3',
+    '1e21',
+    '0x10',
+    ' 1',
+    '1 ',
+    'Infinity',
+    'NaN',
+    '',
+    '9007199254740993',
+    '1000000000000000000000',
+  ),
   fc.integer().map(String),
   fc.bigInt({ min: 0n, max: 10n ** 30n }).map(String),
 );
 const booleanish = fc.constantFrom('true', 'false', 'TRUE', 'False', '1', '0', 'yes', '', 'true,false');
-const txIdish = fc.constantFrom(RECORDED.confirmedTxId, RECORDED.pendingTxId, RECORDED.unknownTxId, TX_NO_PREFIX, RECORDED.confirmedTxId.toUpperCase(), '0x', '0xabc', 'zz');
+const txIdish = fc.constantFrom(
+  RECORDED.confirmedTxId,
+  RECORDED.pendingTxId,
+  RECORDED.unknownTxId,
+  TX_NO_PREFIX,
+  RECORDED.confirmedTxId.toUpperCase(),
+  '0x',
+  '0xabc',
+  'zz',
+);
 /** `tx_id` lists: repeated keys and comma forms are mixed by the query builder. */
 const txIdList = fc.array(txIdish, { minLength: 1, maxLength: 4 }).map((ids) => ids.join(','));
 const eventTypes = fc.array(fc.constantFrom(...EVENT_TYPES, 'bogus', ''), { minLength: 1, maxLength: 3 }).map((t) => t.join(','));
@@ -152,8 +215,35 @@ const queryValue = fc.oneof(
   { arbitrary: slotValue, weight: 3 },
 );
 
-const COMMON_QUERY_NAMES = ['limit', 'offset', 'tx_id', 'unanchored', 'until_block', 'height', 'cursor', 'type', 'address', 'event_limit', 'event_offset', 'exclude_function_args'];
-const HOSTILE_QUERY_NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'LIMIT', 'limit[]', 'limit%00', 'li%6dit', 'tx_id[0]', '', 'limit ', '%74x_id', 'a'.repeat(300)];
+const COMMON_QUERY_NAMES = [
+  'limit',
+  'offset',
+  'tx_id',
+  'unanchored',
+  'until_block',
+  'height',
+  'cursor',
+  'type',
+  'address',
+  'event_limit',
+  'event_offset',
+  'exclude_function_args',
+];
+const HOSTILE_QUERY_NAMES = [
+  '__proto__',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  'LIMIT',
+  'limit[]',
+  'limit%00',
+  'li%6dit',
+  'tx_id[0]',
+  '',
+  'limit ',
+  '%74x_id',
+  'a'.repeat(300),
+];
 
 interface QueryPair {
   name: string;
@@ -217,8 +307,7 @@ const PATH_MUTATIONS: Record<string, PathMutation> = {
 };
 
 const pathMutations = fc.array(fc.tuple(fc.constantFrom(...Object.keys(PATH_MUTATIONS)), fc.nat()), { maxLength: 3 });
-const mutate = (path: string, mutations: Array<[string, number]>): string =>
-  mutations.reduce((p, [name, at]) => PATH_MUTATIONS[name]?.(p, at) ?? p, path);
+const mutate = (path: string, mutations: Array<[string, number]>): string => mutations.reduce((p, [name, at]) => PATH_MUTATIONS[name]?.(p, at) ?? p, path);
 
 /** One route's template with every `:param` slot filled, maybe mutated, with a query. */
 function routeTarget(path: string, queryNames: readonly string[]): fc.Arbitrary<string> {
@@ -242,10 +331,34 @@ const routeRequests = ROUTES.map((route) => {
 
 /** Paths of the upstream's public surface, its other routes, and ones nothing should forward. */
 const OTHER_PREFIXES = [
-  '/extended', '/extended/', '/extended/v1/status', '/extended/v1/ws', '/socket.io/', '/v2/info', '/v2/accounts/', '/v1/', '/v3/',
-  '/rosetta/v1/network/list', '/extended/v1/address/', '/extended/v1/tx/', '/extended/v2/blocks/', '/extended/v1/block/',
-  '/', '/health', '/ready', '/metrics', '/admin', '/.env', '/favicon.ico', '/extendedX', '/EXTENDED/v2/blocks/1', '/v2', '/socket.io',
-  '/%65xtended/v2/mempool/fees', '/extended/v2/mempool/fe%65s', '/extended%2Fv2%2Fmempool%2Ffees',
+  '/extended',
+  '/extended/',
+  '/extended/v1/status',
+  '/extended/v1/ws',
+  '/socket.io/',
+  '/v2/info',
+  '/v2/accounts/',
+  '/v1/',
+  '/v3/',
+  '/rosetta/v1/network/list',
+  '/extended/v1/address/',
+  '/extended/v1/tx/',
+  '/extended/v2/blocks/',
+  '/extended/v1/block/',
+  '/',
+  '/health',
+  '/ready',
+  '/metrics',
+  '/admin',
+  '/.env',
+  '/favicon.ico',
+  '/extendedX',
+  '/EXTENDED/v2/blocks/1',
+  '/v2',
+  '/socket.io',
+  '/%65xtended/v2/mempool/fees',
+  '/extended/v2/mempool/fe%65s',
+  '/extended%2Fv2%2Fmempool%2Ffees',
 ];
 
 const otherRequests = fc
@@ -259,7 +372,17 @@ const otherRequests = fc
 /** Absolute-form and other targets that are not a plain origin-form path. */
 const absoluteRequests = fc
   .tuple(
-    fc.constantFrom('http://127.0.0.1:1', 'http://evil.example', 'HTTP://evil.example', 'https://evil.example:443', '//evil.example', 'http:', 'evil.example', '*', 'http://user:pass@evil.example'),
+    fc.constantFrom(
+      'http://127.0.0.1:1',
+      'http://evil.example',
+      'HTTP://evil.example',
+      'https://evil.example:443',
+      '//evil.example',
+      'http:',
+      'evil.example',
+      '*',
+      'http://user:pass@evil.example',
+    ),
     fc.oneof(fc.constantFrom(...OTHER_PREFIXES), ...routeRequests.map((arb) => arb.map((r) => r.target))),
   )
   .map(([authority, rest]) => ({ target: authority === '*' ? '*' : `${authority}${rest}`, origin: 'absolute' }));
@@ -284,7 +407,12 @@ export function toWireTarget(target: string): string {
 export function fuzzRequest(): fc.Arbitrary<FuzzRequest> {
   return fc
     .tuple(
-      fc.oneof({ withCrossShrink: true }, { arbitrary: fc.oneof(...routeRequests), weight: 7 }, { arbitrary: otherRequests, weight: 2 }, { arbitrary: absoluteRequests, weight: 1 }),
+      fc.oneof(
+        { withCrossShrink: true },
+        { arbitrary: fc.oneof(...routeRequests), weight: 7 },
+        { arbitrary: otherRequests, weight: 2 },
+        { arbitrary: absoluteRequests, weight: 1 },
+      ),
       fc.constantFrom<'GET' | 'HEAD'>('GET', 'GET', 'GET', 'GET', 'HEAD'),
     )
     .map(([{ target, origin }, method]) => ({ method, target: toWireTarget(target), origin }))

@@ -39,7 +39,20 @@ const METHODS_WITHOUT_BODY = new Set(['GET', 'HEAD', 'TRACE', 'DELETE', 'OPTIONS
 const METHODS = ['GET', 'HEAD', 'TRACE', 'DELETE', 'OPTIONS', 'POST', 'PUT', 'PATCH'];
 /** Passthrough paths (none of them a read route or an own endpoint). */
 const PATHS = ['/v2/info', '/v2/transactions', '/extended/v1/info', '/v2/fees/transfer?x=1', '/rosetta/v1/network/list'];
-const CONNECTION_TOKENS = ['keep-alive', 'content-length', 'Content-Length', 'transfer-encoding', 'Transfer-Encoding', 'host', 'x-forwarded-for', 'accept', 'content-type', 'te', 'x-request-id', ''];
+const CONNECTION_TOKENS = [
+  'keep-alive',
+  'content-length',
+  'Content-Length',
+  'transfer-encoding',
+  'Transfer-Encoding',
+  'host',
+  'x-forwarded-for',
+  'accept',
+  'content-type',
+  'te',
+  'x-request-id',
+  '',
+];
 const SMUGGLED = [
   'GET /extended/v1/SMUGGLED HTTP/1.1\r\nHost: up\r\nX-API-Key: forged\r\n\r\n',
   'POST /v2/SMUGGLED HTTP/1.1\r\nHost: up\r\nContent-Length: 4\r\n\r\nabcd',
@@ -81,7 +94,10 @@ function wireMessage(message: ClientMessage, last: boolean): string {
     body = message.body.bytes;
   } else if (message.body.kind === 'chunked') {
     headers.push('Transfer-Encoding: chunked');
-    body = `${message.body.chunks.filter((chunk) => chunk.length > 0).map((chunk) => `${chunk.length.toString(16)}\r\n${chunk}\r\n`).join('')}0\r\n\r\n`;
+    body = `${message.body.chunks
+      .filter((chunk) => chunk.length > 0)
+      .map((chunk) => `${chunk.length.toString(16)}\r\n${chunk}\r\n`)
+      .join('')}0\r\n\r\n`;
   }
   return `${message.method} ${message.path} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n${body}`;
 }
@@ -133,21 +149,34 @@ export function judgeFramingCase(report: FramingReport): Violation[] {
       detail: `upstream parsed [${report.parsed.join(' | ')}], expected [${expected.join(' | ')}]${report.unparsed.length > 0 ? `; unparsed ${JSON.stringify(report.unparsed)}` : ''}`,
     });
   } else if (report.parsed.join('\n') !== expected.join('\n')) {
-    violations.push({ property: 'framing', signature: 'framing:altered-request', detail: `upstream parsed [${report.parsed.join(' | ')}], expected [${expected.join(' | ')}]` });
+    violations.push({
+      property: 'framing',
+      signature: 'framing:altered-request',
+      detail: `upstream parsed [${report.parsed.join(' | ')}], expected [${expected.join(' | ')}]`,
+    });
   }
   if (report.received.kind === 'timeout') {
-    violations.push({ property: 'answers', signature: 'answers:passthrough-framing:timeout', detail: `connection still open; received ${JSON.stringify(report.received.bytes.slice(0, 300))}` });
+    violations.push({
+      property: 'answers',
+      signature: 'answers:passthrough-framing:timeout',
+      detail: `connection still open; received ${JSON.stringify(report.received.bytes.slice(0, 300))}`,
+    });
     return violations;
   }
   const answers = answersOf(report.received.bytes, report.case.messages);
   if (typeof answers === 'string') {
-    violations.push({ property: 'answers', signature: 'answers:passthrough-framing:count', detail: `${answers}: ${JSON.stringify(report.received.bytes.slice(0, 300))}` });
+    violations.push({
+      property: 'answers',
+      signature: 'answers:passthrough-framing:count',
+      detail: `${answers}: ${JSON.stringify(report.received.bytes.slice(0, 300))}`,
+    });
     return violations;
   }
   // The framing upstream's answer names the request it answers: each client gets its own.
   for (const [index, message] of report.case.messages.entries()) {
     const answer = answers[index];
-    const own = message.method === 'HEAD' || answer?.body === JSON.stringify({ method: message.method, target: message.path, bodyBytes: bodyOf(message).length });
+    const own =
+      message.method === 'HEAD' || answer?.body === JSON.stringify({ method: message.method, target: message.path, bodyBytes: bodyOf(message).length });
     if (answer?.status !== 200 || !own) {
       violations.push({
         property: 'answers',

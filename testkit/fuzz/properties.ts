@@ -22,8 +22,7 @@ export interface Violation {
 const header = (value: string | string[] | undefined): string => (Array.isArray(value) ? value.join(', ') : (value ?? '-'));
 
 /** Long inputs (up to 15,000 chars) are cut in messages, with their length. */
-export const abbreviate = (text: string, max = 300): string =>
-  text.length <= max ? text : `${text.slice(0, max)}...(${text.length} chars)`;
+export const abbreviate = (text: string, max = 300): string => (text.length <= max ? text : `${text.slice(0, max)}...(${text.length} chars)`);
 
 /** Which family of inputs a request came from: a route, the passthrough, other paths, absolute forms. */
 const family = (origin: string): string => (['passthrough', 'other', 'absolute'].includes(origin) ? origin : 'route');

@@ -35,7 +35,9 @@ export function createRawClient(connections: number): RawClient {
       const req = request({ agent, hostname, port, method, path: target }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => settle({ kind: 'answer', answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }, ms: elapsed() }));
+        res.on('end', () =>
+          settle({ kind: 'answer', answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }, ms: elapsed() }),
+        );
         res.on('error', (error) => settle({ kind: 'no-answer', error: `response broke off: ${error.message}`, ms: elapsed() }));
       });
       const timer = setTimeout(() => {

@@ -34,7 +34,12 @@ function splitTarget(url: string): { path: string; query: string } {
 function sameRequest(a: string, b: string): boolean {
   const x = splitTarget(a);
   const y = splitTarget(b);
-  const pairs = (query: string) => query.split('&').filter((pair) => pair !== '').sort().join('&');
+  const pairs = (query: string) =>
+    query
+      .split('&')
+      .filter((pair) => pair !== '')
+      .sort()
+      .join('&');
   return x.path === y.path && pairs(x.query) === pairs(y.query);
 }
 
@@ -58,7 +63,8 @@ export function judgeUpstreamRequest(url: string): UpstreamVerdict {
   const { path, query } = splitTarget(url);
 
   const match = matchRoute(path);
-  if (match.kind === 'bad-url') return { ok: false, kind: 'undecodable-route', detail: `route path ${JSON.stringify(path)} the proxy cannot decode reached the upstream` };
+  if (match.kind === 'bad-url')
+    return { ok: false, kind: 'undecodable-route', detail: `route path ${JSON.stringify(path)} the proxy cannot decode reached the upstream` };
   if (match.kind === 'match') {
     const outcome = validateRequest(match.route, match.params, query);
     // Input a route leaves to the passthrough (route 11's address with a suffix) goes as sent.
@@ -80,7 +86,11 @@ export function judgeUpstreamRequest(url: string): UpstreamVerdict {
   const reading = upstreamReading(path);
   const readAs = reading === undefined || reading === path ? undefined : matchRoute(reading);
   if (readAs && readAs.kind === 'match') {
-    return { ok: false, kind: `route-read-upstream:${readAs.route.id}`, detail: `${JSON.stringify(url)} passed through; the upstream reads it as route ${readAs.route.id} (${JSON.stringify(reading)})` };
+    return {
+      ok: false,
+      kind: `route-read-upstream:${readAs.route.id}`,
+      detail: `${JSON.stringify(url)} passed through; the upstream reads it as route ${readAs.route.id} (${JSON.stringify(reading)})`,
+    };
   }
   if (!PASSTHROUGH_PREFIXES.some((prefix) => path.startsWith(prefix))) {
     return { ok: false, kind: 'passthrough-prefix', detail: `${JSON.stringify(url)} is outside the public prefixes` };

@@ -22,7 +22,8 @@ import { isValidPrincipal } from '../../src/routes/handler-checks.js';
 export const RPC_CHANNEL_PATH = '/extended/v1/ws';
 
 /** The upstream's subscription managers, one per kind; each keyed as the upstream keys it. */
-type Kind = 'block' | 'microblock' | 'mempool' | 'transaction' | 'principalTransactions' | 'principalStxBalance' | 'nftEvent' | 'nftAssetEvent' | 'nftCollectionEvent';
+type Kind =
+  'block' | 'microblock' | 'mempool' | 'transaction' | 'principalTransactions' | 'principalStxBalance' | 'nftEvent' | 'nftAssetEvent' | 'nftCollectionEvent';
 
 /** One subscribe or unsubscribe request the channel answered, for tests to assert on. */
 export interface ChannelRequest {

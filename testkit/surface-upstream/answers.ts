@@ -91,7 +91,12 @@ const paging = (q: URLSearchParams, max = 50): { limit: number; offset: number }
   return { limit: limit || 20, offset };
 };
 const isReply = (x: unknown): x is Reply => typeof x === 'object' && x !== null && 'status' in x;
-const page = <T>(items: T[], p: { limit: number; offset: number }) => ({ limit: p.limit, offset: p.offset, total: items.length, results: items.slice(p.offset, p.offset + p.limit) });
+const page = <T>(items: T[], p: { limit: number; offset: number }) => ({
+  limit: p.limit,
+  offset: p.offset,
+  total: items.length,
+  results: items.slice(p.offset, p.offset + p.limit),
+});
 
 const blockParam = (s: Snapshot, param: string): Block | Reply => {
   if (param === 'latest') return tipOf(s);
@@ -100,7 +105,9 @@ const blockParam = (s: Snapshot, param: string): Block | Reply => {
     const hash = (param.startsWith('0x') ? param : `0x${param}`).toLowerCase();
     return s.blocks.find((b) => b.indexHash === hash || b.hash === hash) ?? error(404, 'Block not found');
   }
-  return validation('params/height_or_hash must be equal to constant, params/height_or_hash must match pattern "^(0x)?[a-fA-F0-9]{64}$", params/height_or_hash must be integer, params/height_or_hash must match a schema in anyOf');
+  return validation(
+    'params/height_or_hash must be equal to constant, params/height_or_hash must match pattern "^(0x)?[a-fA-F0-9]{64}$", params/height_or_hash must be integer, params/height_or_hash must match a schema in anyOf',
+  );
 };
 
 const principalOr400 = (p: string): Reply | undefined =>
@@ -336,11 +343,16 @@ const r = (method: 'GET' | 'POST', pattern: string, kind: Kind, deprecated: bool
   handle,
 });
 
-const principalRoute = (handle: (s: Snapshot, p: string, q: URLSearchParams) => Reply): Handler => (s, [p = ''], q) => principalOr400(p) ?? handle(s, p, q);
-const txRoute = (handle: (s: Snapshot, id: string) => Reply): Handler => (s, [id = '']) => {
-  if (!TX_ID.test(id)) return validation('params/tx_id must match pattern "^(0x)?[a-fA-F0-9]{64}$"');
-  return handle(s, (id.startsWith('0x') ? id : `0x${id}`).toLowerCase());
-};
+const principalRoute =
+  (handle: (s: Snapshot, p: string, q: URLSearchParams) => Reply): Handler =>
+  (s, [p = ''], q) =>
+    principalOr400(p) ?? handle(s, p, q);
+const txRoute =
+  (handle: (s: Snapshot, id: string) => Reply): Handler =>
+  (s, [id = '']) => {
+    if (!TX_ID.test(id)) return validation('params/tx_id must match pattern "^(0x)?[a-fA-F0-9]{64}$"');
+    return handle(s, (id.startsWith('0x') ? id : `0x${id}`).toLowerCase());
+  };
 const withPage = (q: URLSearchParams, max: number, then: (p: { limit: number; offset: number }) => Reply): Reply => {
   const p = paging(q, max);
   return isReply(p) ? p : then(p);
@@ -355,7 +367,15 @@ const addressMempool = (s: Snapshot, p: string, q: URLSearchParams): Reply =>
 const ROUTES: Route[] = [
   r('GET', '/extended', 'chain_tip', false, (s) => {
     const tip = tipOf(s);
-    return json(200, { server_version: 'stacks-blockchain-api v9.0.2 (surface fake)', status: 'ready', chain_tip: { block_height: tip.height, block_hash: tip.hash, index_block_hash: tip.indexHash, burn_block_height: tip.burnHeight } }, chainTipEtag(s));
+    return json(
+      200,
+      {
+        server_version: 'stacks-blockchain-api v9.0.2 (surface fake)',
+        status: 'ready',
+        chain_tip: { block_height: tip.height, block_hash: tip.hash, index_block_hash: tip.indexHash, burn_block_height: tip.burnHeight },
+      },
+      chainTipEtag(s),
+    );
   }),
   // Transactions.
   r('GET', '/extended/v1/tx/mempool', 'mempool', true, (s, _p, q) =>
@@ -376,7 +396,8 @@ const ROUTES: Route[] = [
     const eventLimit = q.has('event_limit') ? Number(q.get('event_limit')) : 20;
     if (!Number.isInteger(eventLimit) || eventLimit < 0) return validation('querystring/event_limit must be integer');
     if (eventLimit > 100) return validation('querystring/event_limit must be <= 100');
-    if (ids.some((id) => !id.startsWith('0x'))) return json(400, { statusCode: 400, error: 'Bad Request', message: 'Hex string is missing the "0x" prefix' }, s.mempoolDigest);
+    if (ids.some((id) => !id.startsWith('0x')))
+      return json(400, { statusCode: 400, error: 'Bad Request', message: 'Hex string is missing the "0x" prefix' }, s.mempoolDigest);
     const out: Record<string, unknown> = {};
     for (const id of ids) {
       const lower = id.toLowerCase();
@@ -397,18 +418,36 @@ const ROUTES: Route[] = [
       return json(200, { limit: p.limit, offset: p.offset, total, results: ids.map((id) => txJsonById(s, id)) }, chainTipEtag(s));
     }),
   ),
-  r('GET', '/extended/v1/tx/:id/raw', 'transaction', true, txRoute((s, id) => {
-    const core = s.mined.get(id)?.core ?? s.mempool.find((t) => t.txId === id);
-    return core ? json(200, { raw_tx: core.raw }, txEtag(s, id)) : error(404, 'could not find transaction by ID');
-  })),
-  r('GET', '/extended/v1/tx/:id', 'transaction', true, txRoute((s, id) => {
-    const body = txJsonById(s, id);
-    return body ? json(200, body, txEtag(s, id)) : error(404, 'could not find transaction by ID');
-  })),
-  r('GET', '/extended/v3/transactions/:id', 'transaction', false, txRoute((s, id) => {
-    const body = txJsonById(s, id);
-    return body ? json(200, body, txEtag(s, id)) : error(404, 'could not find transaction by ID');
-  })),
+  r(
+    'GET',
+    '/extended/v1/tx/:id/raw',
+    'transaction',
+    true,
+    txRoute((s, id) => {
+      const core = s.mined.get(id)?.core ?? s.mempool.find((t) => t.txId === id);
+      return core ? json(200, { raw_tx: core.raw }, txEtag(s, id)) : error(404, 'could not find transaction by ID');
+    }),
+  ),
+  r(
+    'GET',
+    '/extended/v1/tx/:id',
+    'transaction',
+    true,
+    txRoute((s, id) => {
+      const body = txJsonById(s, id);
+      return body ? json(200, body, txEtag(s, id)) : error(404, 'could not find transaction by ID');
+    }),
+  ),
+  r(
+    'GET',
+    '/extended/v3/transactions/:id',
+    'transaction',
+    false,
+    txRoute((s, id) => {
+      const body = txJsonById(s, id);
+      return body ? json(200, body, txEtag(s, id)) : error(404, 'could not find transaction by ID');
+    }),
+  ),
   // Blocks and burn blocks.
   r('GET', '/extended/v2/blocks', 'chain_tip', false, (s, _p, q) =>
     withPage(q, 30, (p) => json(200, page([...s.blocks].reverse().map(blockJson), p), chainTipEtag(s))),
@@ -425,7 +464,16 @@ const ROUTES: Route[] = [
     if (isReply(block)) return block;
     // As the upstream: the block's transactions without their events (event_count says how many;
     // /extended/v1/tx/:id carries them).
-    return withPage(q, 50, (p) => json(200, page(block.txIds.map((id) => minedTxJson(s, s.mined.get(id) as MinedTx, 0)), p), `${block.indexHash}:true`));
+    return withPage(q, 50, (p) =>
+      json(
+        200,
+        page(
+          block.txIds.map((id) => minedTxJson(s, s.mined.get(id) as MinedTx, 0)),
+          p,
+        ),
+        `${block.indexHash}:true`,
+      ),
+    );
   }),
   r('GET', '/extended/v3/blocks/:h/transactions', 'block', false, (s, [h = ''], q) => {
     const block = blockParam(s, h);
@@ -433,7 +481,16 @@ const ROUTES: Route[] = [
     return withPage(q, 50, (p) => {
       const results = block.txIds.slice(p.offset, p.offset + p.limit).map((id) => v3Summary(s.mined.get(id) as MinedTx, block));
       const cursor = (i: number) => (i >= 0 && i < block.txIds.length ? `${block.height}:2147483647:${i}` : null);
-      return json(200, { total: block.txIds.length, limit: p.limit, cursor: { next: cursor(p.offset + p.limit), previous: p.offset > 0 ? cursor(Math.max(0, p.offset - p.limit)) : null, current: cursor(p.offset) }, results }, `${block.indexHash}:true`);
+      return json(
+        200,
+        {
+          total: block.txIds.length,
+          limit: p.limit,
+          cursor: { next: cursor(p.offset + p.limit), previous: p.offset > 0 ? cursor(Math.max(0, p.offset - p.limit)) : null, current: cursor(p.offset) },
+          results,
+        },
+        `${block.indexHash}:true`,
+      );
     });
   }),
   r('GET', '/extended/v2/blocks/:h', 'block', false, (s, [h = '']) => {
@@ -449,67 +506,213 @@ const ROUTES: Route[] = [
   }),
   r('GET', '/extended/v2/burn-blocks', 'chain_tip', false, (s, _p, q) => withPage(q, 30, (p) => json(200, page(burnBlocksJson(s), p), chainTipEtag(s)))),
   // Principals.
-  r('GET', '/extended/v1/address/:p/stx', 'principal_mempool', true, principalRoute((s, p) => json(200, stxBalanceJson(s, p), principalEtag(s, p, true)))),
-  r('GET', '/extended/v1/address/:p/balances', 'principal_mempool', true, principalRoute((s, p) => {
-    const fungible = Object.fromEntries(ftBalances(s, p).map((b) => [b.token, { balance: b.balance, total_sent: '0', total_received: b.balance }]));
-    return json(200, { stx: stxBalanceJson(s, p), fungible_tokens: fungible, non_fungible_tokens: nftCounts(s, p) }, principalEtag(s, p, true));
-  })),
-  r('GET', '/extended/v1/address/:p/nonces', 'principal_mempool', true, principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true)))),
-  r('GET', '/extended/v3/principals/:p/nonces', 'principal_mempool', false, principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true)))),
-  r('GET', '/extended/v3/principals/:p/mempool/transactions', 'principal_mempool', false, principalRoute((s, p, q) => addressMempool(s, p, q))),
-  // The v1 form (deprecated, read-surface §1.4: principal_mempool): the same page of pending transactions.
-  r('GET', '/extended/v1/address/:p/mempool', 'principal_mempool', true, principalRoute((s, p, q) => addressMempool(s, p, q))),
-  r('GET', '/extended/v1/address/:p/transactions', 'principal', true, principalRoute((s, p, q) =>
-    withPage(q, 50, (pg) => {
-      const txs = principalMined(s, p);
-      return json(200, { limit: pg.limit, offset: pg.offset, total: txs.length, results: txs.slice(pg.offset, pg.offset + pg.limit).map((t) => minedTxJson(s, t)) }, principalEtag(s, p, false));
+  r(
+    'GET',
+    '/extended/v1/address/:p/stx',
+    'principal_mempool',
+    true,
+    principalRoute((s, p) => json(200, stxBalanceJson(s, p), principalEtag(s, p, true))),
+  ),
+  r(
+    'GET',
+    '/extended/v1/address/:p/balances',
+    'principal_mempool',
+    true,
+    principalRoute((s, p) => {
+      const fungible = Object.fromEntries(ftBalances(s, p).map((b) => [b.token, { balance: b.balance, total_sent: '0', total_received: b.balance }]));
+      return json(200, { stx: stxBalanceJson(s, p), fungible_tokens: fungible, non_fungible_tokens: nftCounts(s, p) }, principalEtag(s, p, true));
     }),
-  )),
-  r('GET', '/extended/v1/address/:p/transactions_with_transfers', 'principal', true, principalRoute((s, p, q) => withPage(q, 50, (pg) => addressTransfers(s, p, pg.limit, pg.offset, false)))),
-  r('GET', '/extended/v2/addresses/:p/transactions', 'principal', true, principalRoute((s, p, q) => withPage(q, 50, (pg) => addressTransfers(s, p, pg.limit, pg.offset, true)))),
-  r('GET', '/extended/v3/principals/:p/transactions', 'principal', false, principalRoute((s, p, q) => withPage(q, 50, (pg) => addressTransfers(s, p, pg.limit, pg.offset, true)))),
-  r('GET', '/extended/v2/addresses/:p/balances/stx', 'principal', false, principalRoute((s, p, q) => {
-    const withMempool = q.get('include_mempool') === 'true';
-    const b = stxBalanceJson(s, p);
-    const body = withMempool ? { balance: b.balance, estimated_balance: b.estimated_balance, pending_balance_inbound: b.pending_balance_inbound, pending_balance_outbound: b.pending_balance_outbound, total_sent: b.total_sent, total_received: b.total_received, total_fees_sent: b.total_fees_sent, total_miner_rewards_received: '0', lock_tx_id: '', locked: '0', lock_height: 0, burnchain_lock_height: 0, burnchain_unlock_height: 0 }
-      : { balance: b.balance, total_sent: b.total_sent, total_received: b.total_received, total_fees_sent: b.total_fees_sent, total_miner_rewards_received: '0', lock_tx_id: '', locked: '0', lock_height: 0, burnchain_lock_height: 0, burnchain_unlock_height: 0 };
-    return json(200, body, principalEtag(s, p, withMempool));
-  })),
-  r('GET', '/extended/v3/principals/:p/balances/stx', 'principal_mempool', false, principalRoute((s, p) => json(200, stxBalanceJson(s, p), principalEtag(s, p, true)))),
-  r('GET', '/extended/v2/addresses/:p/balances/ft', 'principal', true, principalRoute((s, p, q) => withPage(q, 100, (pg) => json(200, page(ftBalances(s, p), pg), principalEtag(s, p, false))))),
+  ),
+  r(
+    'GET',
+    '/extended/v1/address/:p/nonces',
+    'principal_mempool',
+    true,
+    principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true))),
+  ),
+  r(
+    'GET',
+    '/extended/v3/principals/:p/nonces',
+    'principal_mempool',
+    false,
+    principalRoute((s, p) => json(200, noncesJson(s, p), principalEtag(s, p, true))),
+  ),
+  r(
+    'GET',
+    '/extended/v3/principals/:p/mempool/transactions',
+    'principal_mempool',
+    false,
+    principalRoute((s, p, q) => addressMempool(s, p, q)),
+  ),
+  // The v1 form (deprecated, read-surface §1.4: principal_mempool): the same page of pending transactions.
+  r(
+    'GET',
+    '/extended/v1/address/:p/mempool',
+    'principal_mempool',
+    true,
+    principalRoute((s, p, q) => addressMempool(s, p, q)),
+  ),
+  r(
+    'GET',
+    '/extended/v1/address/:p/transactions',
+    'principal',
+    true,
+    principalRoute((s, p, q) =>
+      withPage(q, 50, (pg) => {
+        const txs = principalMined(s, p);
+        return json(
+          200,
+          { limit: pg.limit, offset: pg.offset, total: txs.length, results: txs.slice(pg.offset, pg.offset + pg.limit).map((t) => minedTxJson(s, t)) },
+          principalEtag(s, p, false),
+        );
+      }),
+    ),
+  ),
+  r(
+    'GET',
+    '/extended/v1/address/:p/transactions_with_transfers',
+    'principal',
+    true,
+    principalRoute((s, p, q) => withPage(q, 50, (pg) => addressTransfers(s, p, pg.limit, pg.offset, false))),
+  ),
+  r(
+    'GET',
+    '/extended/v2/addresses/:p/transactions',
+    'principal',
+    true,
+    principalRoute((s, p, q) => withPage(q, 50, (pg) => addressTransfers(s, p, pg.limit, pg.offset, true))),
+  ),
+  r(
+    'GET',
+    '/extended/v3/principals/:p/transactions',
+    'principal',
+    false,
+    principalRoute((s, p, q) => withPage(q, 50, (pg) => addressTransfers(s, p, pg.limit, pg.offset, true))),
+  ),
+  r(
+    'GET',
+    '/extended/v2/addresses/:p/balances/stx',
+    'principal',
+    false,
+    principalRoute((s, p, q) => {
+      const withMempool = q.get('include_mempool') === 'true';
+      const b = stxBalanceJson(s, p);
+      const body = withMempool
+        ? {
+            balance: b.balance,
+            estimated_balance: b.estimated_balance,
+            pending_balance_inbound: b.pending_balance_inbound,
+            pending_balance_outbound: b.pending_balance_outbound,
+            total_sent: b.total_sent,
+            total_received: b.total_received,
+            total_fees_sent: b.total_fees_sent,
+            total_miner_rewards_received: '0',
+            lock_tx_id: '',
+            locked: '0',
+            lock_height: 0,
+            burnchain_lock_height: 0,
+            burnchain_unlock_height: 0,
+          }
+        : {
+            balance: b.balance,
+            total_sent: b.total_sent,
+            total_received: b.total_received,
+            total_fees_sent: b.total_fees_sent,
+            total_miner_rewards_received: '0',
+            lock_tx_id: '',
+            locked: '0',
+            lock_height: 0,
+            burnchain_lock_height: 0,
+            burnchain_unlock_height: 0,
+          };
+      return json(200, body, principalEtag(s, p, withMempool));
+    }),
+  ),
+  r(
+    'GET',
+    '/extended/v3/principals/:p/balances/stx',
+    'principal_mempool',
+    false,
+    principalRoute((s, p) => json(200, stxBalanceJson(s, p), principalEtag(s, p, true))),
+  ),
+  r(
+    'GET',
+    '/extended/v2/addresses/:p/balances/ft',
+    'principal',
+    true,
+    principalRoute((s, p, q) => withPage(q, 100, (pg) => json(200, page(ftBalances(s, p), pg), principalEtag(s, p, false)))),
+  ),
   r('GET', '/extended/v1/tokens/nft/holdings', 'chain_tip', true, (s, _p, q) => {
     const p = q.get('principal') ?? '';
     if (!PRINCIPAL.test(p)) return validation("querystring must have required property 'principal'");
     return withPage(q, 200, (pg) => {
       const tip = tipOf(s);
-      const holdings = nftHoldings(s, p).map((h) => ({ asset_identifier: h.asset, value: { hex: `0x01${h.id.toString(16).padStart(32, '0')}`, repr: `u${h.id}` }, block_height: tip.height, tx_id: tip.minerTxId }));
+      const holdings = nftHoldings(s, p).map((h) => ({
+        asset_identifier: h.asset,
+        value: { hex: `0x01${h.id.toString(16).padStart(32, '0')}`, repr: `u${h.id}` },
+        block_height: tip.height,
+        tx_id: tip.minerTxId,
+      }));
       return json(200, page(holdings, pg), chainTipEtag(s));
     });
   }),
   // BNS.
-  r('GET', '/v1/addresses/stacks/:p', 'chain_tip', false, principalRoute((s, p) => json(200, { names: [...s.names].filter(([, owner]) => owner === p).map(([name]) => name) }, chainTipEtag(s)))),
+  r(
+    'GET',
+    '/v1/addresses/stacks/:p',
+    'chain_tip',
+    false,
+    principalRoute((s, p) => json(200, { names: [...s.names].filter(([, owner]) => owner === p).map(([name]) => name) }, chainTipEtag(s))),
+  ),
   r('GET', '/v1/names/:n', 'chain_tip', false, (s, [n = '']) => {
     const owner = s.names.get(n);
     if (!owner) return json(404, { error: `cannot find name ${n}` }, chainTipEtag(s));
-    return json(200, { address: owner, blockchain: 'stacks', expire_block: 0, last_txid: `0x${sha256(`name:${n}`)}`, resolver: '', status: 'name-register', zonefile: '', zonefile_hash: '' }, chainTipEtag(s));
+    return json(
+      200,
+      {
+        address: owner,
+        blockchain: 'stacks',
+        expire_block: 0,
+        last_txid: `0x${sha256(`name:${n}`)}`,
+        resolver: '',
+        status: 'name-register',
+        zonefile: '',
+        zonefile_hash: '',
+      },
+      chainTipEtag(s),
+    );
   }),
   // Info, pox, contracts status.
-  r('GET', '/extended/v1/info/network_block_times', 'chain_tip', false, (s) => json(200, { testnet: { target_block_time: 120 }, mainnet: { target_block_time: 600 } }, chainTipEtag(s))),
+  r('GET', '/extended/v1/info/network_block_times', 'chain_tip', false, (s) =>
+    json(200, { testnet: { target_block_time: 120 }, mainnet: { target_block_time: 600 } }, chainTipEtag(s)),
+  ),
   r('GET', '/extended/v2/pox/cycles', 'chain_tip', false, (s, _p, q) =>
     withPage(q, 60, (pg) => {
       const tip = tipOf(s);
       const current = Math.floor((tip.burnHeight - s.firstBurnHeight) / REWARD_CYCLE);
-      const cycles = Array.from({ length: current + 1 }, (_, i) => current - i).map((c) => ({ block_height: 1, index_block_hash: tip.indexHash, cycle_number: c, total_weight: 0, total_stacked_amount: '0', total_signers: 0 }));
+      const cycles = Array.from({ length: current + 1 }, (_, i) => current - i).map((c) => ({
+        block_height: 1,
+        index_block_hash: tip.indexHash,
+        cycle_number: c,
+        total_weight: 0,
+        total_stacked_amount: '0',
+        total_signers: 0,
+      }));
       return json(200, page(cycles, pg), chainTipEtag(s));
     }),
   ),
   r('GET', '/extended/v2/smart-contracts/status', 'chain_tip', false, (s, _p, q) => {
     const ids = q.getAll('contract_id').flatMap((v) => v.split(','));
-    const statuses = Object.fromEntries(ids.map((id) => {
-      const [address = '', name = ''] = id.split('.');
-      const found = contractOf(s, address, name) ? principalMined(s, id).at(-1) : undefined;
-      return [id, found ? { found: true, result: { status: 'success', tx_id: found.core.txId, contract_id: id, block_height: found.height } } : { found: false }];
-    }));
+    const statuses = Object.fromEntries(
+      ids.map((id) => {
+        const [address = '', name = ''] = id.split('.');
+        const found = contractOf(s, address, name) ? principalMined(s, id).at(-1) : undefined;
+        return [
+          id,
+          found ? { found: true, result: { status: 'success', tx_id: found.core.txId, contract_id: id, block_height: found.height } } : { found: false },
+        ];
+      }),
+    );
     return json(200, statuses, chainTipEtag(s));
   }),
   // Node RPC (/v2): no ETag, no-store.

@@ -23,8 +23,12 @@ function payloadOf(core: TxCore): Record<string, unknown> {
   if (core.kind === 'token_transfer') {
     return { tx_type: 'token_transfer', token_transfer: { recipient_address: core.recipient, amount: String(core.amount ?? 0n), memo: core.memo } };
   }
-  if (core.kind === 'smart_contract') return { tx_type: 'smart_contract', smart_contract: { clarity_version: 3, contract_id: core.contractId, source_code: core.source } };
-  return { tx_type: 'contract_call', contract_call: { contract_id: core.contractId, function_name: core.functionName, function_signature: '', function_args: core.args } };
+  if (core.kind === 'smart_contract')
+    return { tx_type: 'smart_contract', smart_contract: { clarity_version: 3, contract_id: core.contractId, source_code: core.source } };
+  return {
+    tx_type: 'contract_call',
+    contract_call: { contract_id: core.contractId, function_name: core.functionName, function_signature: '', function_args: core.args },
+  };
 }
 
 /** A confirmed transaction (v1 `Transaction`), with its events up to `eventLimit`. */
@@ -152,7 +156,10 @@ export function nftCounts(s: Snapshot, p: string): Record<string, { count: strin
 /** `/extended/v1/address/:p/nonces` from the confirmed nonce and the pending ones. */
 export function noncesJson(s: Snapshot, p: string): Record<string, unknown> {
   const confirmed = s.accounts.get(p)?.nonce ?? 0;
-  const pending = s.mempool.filter((t) => t.sender === p).map((t) => t.nonce).sort((a, b) => a - b);
+  const pending = s.mempool
+    .filter((t) => t.sender === p)
+    .map((t) => t.nonce)
+    .sort((a, b) => a - b);
   const max = pending.length ? Math.max(...pending) : undefined;
   const missing: number[] = [];
   if (max !== undefined) for (let n = confirmed; n < max; n++) if (!pending.includes(n)) missing.push(n);

@@ -87,8 +87,26 @@ export const INTERFACES: Record<ContractName, unknown> = {
   },
   'wallet-token': {
     functions: [
-      fn('mint', 'public', [['amount', 'uint128'], ['recipient', 'principal']], responseOf('bool', 'uint128')),
-      fn('transfer', 'public', [['amount', 'uint128'], ['sender', 'principal'], ['recipient', 'principal'], ['memo', { optional: { buffer: { length: 34 } } }]], responseOf('bool', 'uint128')),
+      fn(
+        'mint',
+        'public',
+        [
+          ['amount', 'uint128'],
+          ['recipient', 'principal'],
+        ],
+        responseOf('bool', 'uint128'),
+      ),
+      fn(
+        'transfer',
+        'public',
+        [
+          ['amount', 'uint128'],
+          ['sender', 'principal'],
+          ['recipient', 'principal'],
+          ['memo', { optional: { buffer: { length: 34 } } }],
+        ],
+        responseOf('bool', 'uint128'),
+      ),
       fn('get-balance', 'read_only', [['who', 'principal']], responseOf('uint128')),
       fn('get-total-supply', 'read_only', [], responseOf('uint128')),
     ],

@@ -3,7 +3,17 @@
  * belongs to. The ONE place the bench and the oracle classify requests: when branch B's table
  * changes its ids, adjust them here.
  */
-export type ChangeClass = 'immutable' | 'etag:chain_tip' | 'etag:mempool' | 'etag:transaction' | 'etag:block' | 'etag:principal' | 'etag:principal_mempool' | 'tip-keyed' | 'never' | 'other';
+export type ChangeClass =
+  | 'immutable'
+  | 'etag:chain_tip'
+  | 'etag:mempool'
+  | 'etag:transaction'
+  | 'etag:block'
+  | 'etag:principal'
+  | 'etag:principal_mempool'
+  | 'tip-keyed'
+  | 'never'
+  | 'other';
 
 interface FamilyRule {
   id: string;
@@ -46,7 +56,11 @@ const RULES: FamilyRule[] = [
   { id: 'balances_stx_pending', cls: 'etag:principal_mempool', path: new RegExp(`^/extended/v3/principals/${P}/balances/stx$`) },
   { id: 'balances_stx', cls: 'etag:principal', path: new RegExp(`^/extended/v2/addresses/${P}/balances/stx$`) },
   { id: 'balances_ft', cls: 'etag:principal', path: new RegExp(`^/extended/(v2/addresses/${P}/balances/ft|v3/principals/${P}/balances/(ft|nft))`) },
-  { id: 'principal_history', cls: 'etag:principal', path: new RegExp(`^/extended/(v1/address/${P}/(transactions_with_transfers|assets|stx_inbound)|v3/principals/${P}/(transactions|balance-changes))$`) },
+  {
+    id: 'principal_history',
+    cls: 'etag:principal',
+    path: new RegExp(`^/extended/(v1/address/${P}/(transactions_with_transfers|assets|stx_inbound)|v3/principals/${P}/(transactions|balance-changes))$`),
+  },
   { id: 'nft_holdings', cls: 'etag:chain_tip', path: /^\/extended\/v1\/tokens\/nft\/holdings$/ },
   { id: 'bns', cls: 'etag:chain_tip', path: /^\/v1\/(names|namespaces|addresses)\/|^\/v2\/prices\// },
   { id: 'network_block_times', cls: 'etag:chain_tip', path: /^\/extended\/v1\/info\/network_block_times?/ },

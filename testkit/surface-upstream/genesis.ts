@@ -53,8 +53,21 @@ export async function buildGenesis(options: ChainOptions, nowSeconds: number, bl
   s = mineBlock(s, (time += blockSeconds));
   // Tokens for every second wallet, an NFT for every fifth.
   for (const [i, w] of wallets.entries()) {
-    if (i % 2 === 0) s = mustAccept(s, await signContractCall(deployer, `${deployer.address}.wallet-token`, 'mint', [Cl.uint(1_000n + BigInt(i)), Cl.principal(w.address)], deployerNonce++, 1_000n), time);
-    if (i % 5 === 0) s = mustAccept(s, await signContractCall(deployer, `${deployer.address}.collectibles`, 'mint', [Cl.principal(w.address)], deployerNonce++, 1_000n), time);
+    if (i % 2 === 0)
+      s = mustAccept(
+        s,
+        await signContractCall(
+          deployer,
+          `${deployer.address}.wallet-token`,
+          'mint',
+          [Cl.uint(1_000n + BigInt(i)), Cl.principal(w.address)],
+          deployerNonce++,
+          1_000n,
+        ),
+        time,
+      );
+    if (i % 5 === 0)
+      s = mustAccept(s, await signContractCall(deployer, `${deployer.address}.collectibles`, 'mint', [Cl.principal(w.address)], deployerNonce++, 1_000n), time);
   }
   s = mineBlock(s, (time += blockSeconds));
   // History: each block, a few bots pay some wallets and set scores.

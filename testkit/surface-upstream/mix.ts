@@ -67,7 +67,6 @@ interface Task {
   run: () => Promise<void>;
 }
 
-
 const SECOND = 1000;
 
 export class ClientMix {
@@ -162,7 +161,9 @@ export class ClientMix {
       this.every(mount + (60 * SECOND) / k, (60 * SECOND) / k, () => this.walletBalances(w));
       this.every(mount + (30 * SECOND) / k, (30 * SECOND) / k, () => this.walletHistory(w));
       this.every(mount + this.random() * ((120 * SECOND) / k), (120 * SECOND) / k, () => this.walletFocus(w));
-      this.every(mount + (900 * SECOND) / k, (900 * SECOND) / k, () => this.get('wallet', `/extended/v1/tokens/nft/holdings?principal=${w.address}&limit=50`).then(() => undefined));
+      this.every(mount + (900 * SECOND) / k, (900 * SECOND) / k, () =>
+        this.get('wallet', `/extended/v1/tokens/nft/holdings?principal=${w.address}&limit=50`).then(() => undefined),
+      );
     }
     for (let e = 0; e < this.o.explorers; e++) this.every(this.random() * 3 * SECOND, 5 * SECOND, () => this.explorerPage());
     for (let d = 0; d < this.o.dapps; d++) {
@@ -180,7 +181,10 @@ export class ClientMix {
   }
 
   private async walletHistory(w: Wallet): Promise<void> {
-    await this.get('wallet', this.onV3(w) ? `/extended/v3/principals/${w.address}/transactions?limit=30` : `/extended/v1/address/${w.address}/transactions_with_transfers?limit=30`);
+    await this.get(
+      'wallet',
+      this.onV3(w) ? `/extended/v3/principals/${w.address}/transactions?limit=30` : `/extended/v1/address/${w.address}/transactions_with_transfers?limit=30`,
+    );
   }
 
   private async walletMount(w: Wallet): Promise<void> {
@@ -248,7 +252,11 @@ export class ClientMix {
     if (name === 'counter') {
       await this.post('dapp', `/v2/contracts/call-read/${deployer}/counter/get-counter`, sender);
       await this.get('dapp', `/v2/data_var/${deployer}/counter/counter?proof=0`);
-      await this.post('dapp', `/v2/map_entry/${deployer}/counter/scores?proof=0`, JSON.stringify(Cl.serialize(Cl.principal(user.address)).replace(/^(?!0x)/, '0x')));
+      await this.post(
+        'dapp',
+        `/v2/map_entry/${deployer}/counter/scores?proof=0`,
+        JSON.stringify(Cl.serialize(Cl.principal(user.address)).replace(/^(?!0x)/, '0x')),
+      );
     } else if (name === 'wallet-token') {
       const args = JSON.stringify({ sender: user.address, arguments: [`0x${Cl.serialize(Cl.principal(user.address)).replace(/^0x/, '')}`] });
       await this.post('dapp', `/v2/contracts/call-read/${deployer}/wallet-token/get-balance`, args);
@@ -257,7 +265,8 @@ export class ClientMix {
         const info = await this.get('dapp', '/extended/v2/blocks?limit=1&offset=20');
         if (info?.status === 200) this.pinnedTip = (JSON.parse(info.answer) as { results: Array<{ index_block_hash: string }> }).results[0]?.index_block_hash;
       }
-      if (this.pinnedTip) await this.post('dapp', `/v2/contracts/call-read/${deployer}/wallet-token/get-total-supply?tip=${this.pinnedTip.replace(/^0x/, '')}`, sender);
+      if (this.pinnedTip)
+        await this.post('dapp', `/v2/contracts/call-read/${deployer}/wallet-token/get-total-supply?tip=${this.pinnedTip.replace(/^0x/, '')}`, sender);
     } else {
       await this.post('dapp', `/v2/contracts/call-read/${deployer}/collectibles/get-last-token-id`, sender);
       await this.get('dapp', `/v2/contracts/source/${deployer}/collectibles`);
@@ -301,7 +310,8 @@ export class ClientMix {
       sign = (fee) => signContractCall(w, `${deployer}.counter`, 'set-score', [Cl.uint(BigInt(Math.floor(this.random() * 1000)))], nonce, fee);
     } else {
       await this.get('send', `/v2/contracts/interface/${deployer}/wallet-token`);
-      sign = (fee) => signContractCall(w, `${deployer}.wallet-token`, 'transfer', [Cl.uint(1n), Cl.principal(w.address), Cl.principal(recipient), Cl.none()], nonce, fee);
+      sign = (fee) =>
+        signContractCall(w, `${deployer}.wallet-token`, 'transfer', [Cl.uint(1n), Cl.principal(w.address), Cl.principal(recipient), Cl.none()], nonce, fee);
     }
     const draft = await sign(0n);
     const payload = serializePayload(deserializeTransaction(draft).payload);

@@ -143,7 +143,11 @@ export function decodeTransaction(raw: string, receiptTime: number): TxCore {
     core.contractId = `${address}.${payload.contractName.content}`;
     core.functionName = payload.functionName.content;
     core.argValues = payload.functionArgs;
-    core.args = payload.functionArgs.map((value, i) => ({ hex: cvToHex(value), repr: cvToString(value), ...argMeta(payload.contractName.content, core.functionName as string, i) }));
+    core.args = payload.functionArgs.map((value, i) => ({
+      hex: cvToHex(value),
+      repr: cvToString(value),
+      ...argMeta(payload.contractName.content, core.functionName as string, i),
+    }));
   } else if (payload.payloadType === PayloadType.SmartContract || payload.payloadType === PayloadType.VersionedSmartContract) {
     core.kind = 'smart_contract';
     core.contractId = `${sender}.${payload.contractName.content}`;
@@ -304,7 +308,13 @@ function applyTx(deployer: string, tx: TxCore, contracts: ContractState, account
   const events: TxEvent[] = [];
   const event = (event_type: TxEvent['event_type'], asset: Record<string, unknown>) =>
     events.push({ event_index: events.length, event_type, tx_id: tx.txId, asset });
-  accounts.set(tx.sender, { ...sender, balance: sender.balance - tx.fee - (tx.amount ?? 0n), nonce: tx.nonce + 1, fees: sender.fees + tx.fee, sent: sender.sent + (tx.amount ?? 0n) });
+  accounts.set(tx.sender, {
+    ...sender,
+    balance: sender.balance - tx.fee - (tx.amount ?? 0n),
+    nonce: tx.nonce + 1,
+    fees: sender.fees + tx.fee,
+    sent: sender.sent + (tx.amount ?? 0n),
+  });
   if (tx.kind === 'token_transfer' && tx.recipient) {
     const recipient = accounts.get(tx.recipient) ?? emptyAccount();
     accounts.set(tx.recipient, { ...recipient, balance: recipient.balance + (tx.amount ?? 0n), received: recipient.received + (tx.amount ?? 0n) });
@@ -330,7 +340,12 @@ function applyTx(deployer: string, tx: TxCore, contracts: ContractState, account
   };
   const fail = (code: number): Effect => ({
     contracts,
-    outcome: { status: 'abort_by_response', result: { hex: `0x08${'01' + code.toString(16).padStart(32, '0')}`, repr: `(err u${code})` }, events, principals: [...principals] },
+    outcome: {
+      status: 'abort_by_response',
+      result: { hex: `0x08${'01' + code.toString(16).padStart(32, '0')}`, repr: `(err u${code})` },
+      events,
+      principals: [...principals],
+    },
   });
   const okUint = (n: bigint) => ({ hex: `0x0701${n.toString(16).padStart(32, '0')}`, repr: `(ok u${n})` });
   if (address !== deployer) return fail(404);
@@ -361,7 +376,13 @@ function applyTx(deployer: string, tx: TxCore, contracts: ContractState, account
       }
       tokens.set(to, (tokens.get(to) ?? 0n) + amount);
       principals.add(to);
-      event('fungible_token_asset', { asset_event_type: minting ? 'mint' : 'transfer', asset_id: `${id}::wtoken`, sender: from ?? '', recipient: to, amount: String(amount) });
+      event('fungible_token_asset', {
+        asset_event_type: minting ? 'mint' : 'transfer',
+        asset_id: `${id}::wtoken`,
+        sender: from ?? '',
+        recipient: to,
+        amount: String(amount),
+      });
       const tokenSupply = contracts.tokenSupply + (minting ? amount : 0n);
       return { contracts: { ...contracts, tokens, tokenSupply }, outcome: { status: 'success', result: OK_TRUE, events, principals: [...principals] } };
     }
@@ -371,8 +392,17 @@ function applyTx(deployer: string, tx: TxCore, contracts: ContractState, account
       const lastNftId = contracts.lastNftId + 1n;
       const nftOwners = new Map(contracts.nftOwners).set(lastNftId, to);
       principals.add(to);
-      event('non_fungible_token_asset', { asset_event_type: 'mint', asset_id: `${id}::collectible`, sender: '', recipient: to, value: { hex: cvHexUint(lastNftId), repr: `u${lastNftId}` } });
-      return { contracts: { ...contracts, nftOwners, lastNftId }, outcome: { status: 'success', result: okUint(lastNftId), events, principals: [...principals] } };
+      event('non_fungible_token_asset', {
+        asset_event_type: 'mint',
+        asset_id: `${id}::collectible`,
+        sender: '',
+        recipient: to,
+        value: { hex: cvHexUint(lastNftId), repr: `u${lastNftId}` },
+      });
+      return {
+        contracts: { ...contracts, nftOwners, lastNftId },
+        outcome: { status: 'success', result: okUint(lastNftId), events, principals: [...principals] },
+      };
     }
     default:
       return fail(2);

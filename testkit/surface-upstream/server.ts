@@ -147,7 +147,14 @@ export class SurfaceUpstream {
       kind === 0 || kind === 1
         ? await signTransfer(bot, target.address, 100n + BigInt(turn), nonce, 300n)
         : kind === 2
-          ? await signContractCall(bot, `${deployer.address}.counter`, turn % 8 === 2 ? 'increment' : 'set-score', turn % 8 === 2 ? [] : [Cl.uint(BigInt(turn))], nonce, 500n)
+          ? await signContractCall(
+              bot,
+              `${deployer.address}.counter`,
+              turn % 8 === 2 ? 'increment' : 'set-score',
+              turn % 8 === 2 ? [] : [Cl.uint(BigInt(turn))],
+              nonce,
+              500n,
+            )
           : await signContractCall(bot, `${deployer.address}.collectibles`, 'mint', [Cl.principal(target.address)], nonce, 500n);
     const result = this.broadcast(raw);
     if (result.status !== 200) throw new Error(`background tx rejected: ${result.body}`);
@@ -160,11 +167,19 @@ export class SurfaceUpstream {
     try {
       tx = decodeTransaction(raw, Math.floor(this.now() / 1000));
     } catch (e) {
-      return render({ status: 400, contentType: 'application/json', body: JSON.stringify({ error: 'transaction rejected', reason: 'Deserialization', reason_data: { message: String((e as Error).message) } }) });
+      return render({
+        status: 400,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: 'transaction rejected', reason: 'Deserialization', reason_data: { message: String((e as Error).message) } }),
+      });
     }
     const accepted = acceptTransaction(this.current(), tx);
     if (!accepted.ok) {
-      return render({ status: 400, contentType: 'application/json', body: JSON.stringify({ error: 'transaction rejected', reason: accepted.reason, reason_data: accepted.reasonData, txid: tx.txId.slice(2) }) });
+      return render({
+        status: 400,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: 'transaction rejected', reason: accepted.reason, reason_data: accepted.reasonData, txid: tx.txId.slice(2) }),
+      });
     }
     if (!accepted.duplicate) this.install(accepted.snapshot);
     return render({ status: 200, contentType: 'application/json', body: JSON.stringify(tx.txId.slice(2)) });
@@ -246,13 +261,26 @@ export class SurfaceUpstream {
       try {
         if (size > MAX_BODY) out = render({ status: 413, body: 'Payload Too Large', contentType: 'text/plain' });
         else if (method === 'POST' && url.split('?')[0] === BROADCAST_PATH) out = this.broadcast(rawTxOf(req.headers['content-type'], body));
-        else out = render(answer(this.current(), splitRequest(method, url, body), { deprecatedGone: this.deprecatedGone }), typeof inm === 'string' ? inm : undefined);
+        else
+          out = render(
+            answer(this.current(), splitRequest(method, url, body), { deprecatedGone: this.deprecatedGone }),
+            typeof inm === 'string' ? inm : undefined,
+          );
       } catch (e) {
         // A bug in the fake shows up as a 500 that names it, never as a crash of the test process.
         out = { status: 500, headers: { 'content-type': 'text/plain' }, body: `surface upstream: ${String(e)}` };
       }
       const family = familyOf(method, url);
-      this.requests.push({ at: this.now(), method, url, family: family.id, cls: family.cls, status: out.status, notModified: out.status === 304, conditional: inm !== undefined });
+      this.requests.push({
+        at: this.now(),
+        method,
+        url,
+        family: family.id,
+        cls: family.cls,
+        status: out.status,
+        notModified: out.status === 304,
+        conditional: inm !== undefined,
+      });
       const headers = out.status === 304 ? out.headers : { ...out.headers, 'content-length': String(Buffer.byteLength(out.body)) };
       res.writeHead(out.status, headers).end(method === 'HEAD' || out.status === 304 ? undefined : out.body);
     });

@@ -7,7 +7,14 @@ export async function signTransfer(from: Wallet, recipient: string, amount: bigi
   return tx.serialize();
 }
 
-export async function signContractCall(from: Wallet, contractId: string, functionName: string, functionArgs: ClarityValue[], nonce: number, fee: bigint): Promise<string> {
+export async function signContractCall(
+  from: Wallet,
+  contractId: string,
+  functionName: string,
+  functionArgs: ClarityValue[],
+  nonce: number,
+  fee: bigint,
+): Promise<string> {
   const [contractAddress = '', contractName = ''] = contractId.split('.');
   const tx = await makeContractCall({
     contractAddress,
@@ -25,7 +32,15 @@ export async function signContractCall(from: Wallet, contractId: string, functio
 }
 
 export async function signDeploy(from: Wallet, contractName: string, codeBody: string, nonce: number): Promise<string> {
-  const tx = await makeContractDeploy({ contractName, codeBody, senderKey: from.key, network: 'testnet', nonce: BigInt(nonce), fee: 10_000n, postConditionMode: PostConditionMode.Allow });
+  const tx = await makeContractDeploy({
+    contractName,
+    codeBody,
+    senderKey: from.key,
+    network: 'testnet',
+    nonce: BigInt(nonce),
+    fee: 10_000n,
+    postConditionMode: PostConditionMode.Allow,
+  });
   return tx.serialize();
 }
 

@@ -124,7 +124,15 @@ export function createAdminApi(deps: AdminApiDeps) {
     const selector = request.kind === 'block' ? await blockSelector(request.ref, deps) : request.selector;
     const outcome = await deps.purge(selector);
     deps.logger.info(
-      { reqId: requestId, purge: selector, applied: outcome.applied, coalesced: outcome.coalesced, memory: outcome.memory, redis: outcome.redis, redisError: outcome.redisError },
+      {
+        reqId: requestId,
+        purge: selector,
+        applied: outcome.applied,
+        coalesced: outcome.coalesced,
+        memory: outcome.memory,
+        redis: outcome.redis,
+        redisError: outcome.redisError,
+      },
       'admin purge',
     );
     if (outcome.redisError !== undefined) {

@@ -57,7 +57,12 @@ export function cacheStats(sources: CacheStatsSources): Record<string, unknown> 
   return {
     tiers: {
       memory: sources.memory,
-      redis: redis === undefined ? null : redis === 'unavailable' ? { error: 'Redis did not answer' } : { keys: redis.keys, usedMemoryBytes: redis.bytes, evictedKeys: redis.evictedKeys },
+      redis:
+        redis === undefined
+          ? null
+          : redis === 'unavailable'
+            ? { error: 'Redis did not answer' }
+            : { keys: redis.keys, usedMemoryBytes: redis.bytes, evictedKeys: redis.evictedKeys },
     },
     lookups: byClass(sources.lookups),
     tip: tip

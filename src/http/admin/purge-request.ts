@@ -91,6 +91,9 @@ function keysOfUrl(url: string, prefix: string): PurgeRequest {
   itemQuery.delete('tx_id');
   const queryText = serializeQuery(itemQuery);
   const ids = [...new Set(request.values.tx_id as string[])];
-  const keys = [routeKey(prefix, route.id, request.canonicalPath), ...ids.flatMap((id) => [transactionKey(prefix, id, queryText), listMemberKey(prefix, id, queryText)])];
+  const keys = [
+    routeKey(prefix, route.id, request.canonicalPath),
+    ...ids.flatMap((id) => [transactionKey(prefix, id, queryText), listMemberKey(prefix, id, queryText)]),
+  ];
   return { kind: 'selector', selector: { kind: 'keys', keys } };
 }

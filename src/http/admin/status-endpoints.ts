@@ -51,13 +51,20 @@ const ASSETS = new Map<string, Asset>([
 
 function send(res: ServerResponse, contentType: string, body: string, requestId: string): void {
   res.writeHead(200, [
-    'content-type', contentType,
-    'content-length', String(Buffer.byteLength(body)),
-    'cache-control', 'no-store',
-    'content-security-policy', STATUS_PAGE_CSP,
-    'x-content-type-options', 'nosniff',
-    'referrer-policy', 'no-referrer',
-    'x-request-id', requestId,
+    'content-type',
+    contentType,
+    'content-length',
+    String(Buffer.byteLength(body)),
+    'cache-control',
+    'no-store',
+    'content-security-policy',
+    STATUS_PAGE_CSP,
+    'x-content-type-options',
+    'nosniff',
+    'referrer-policy',
+    'no-referrer',
+    'x-request-id',
+    requestId,
   ]);
   res.end(body);
 }

@@ -141,9 +141,22 @@ export function statusReport(sources: StatusSources): Record<string, unknown> {
     },
     cache: {
       memory: sources.memory,
-      redis: redis === undefined ? null : redis === 'unavailable' ? { error: 'Redis did not answer' } : { keys: redis.keys, usedMemoryBytes: finiteOrNull(redis.bytes), evictedKeys: finiteOrNull(redis.evictedKeys), maxBytes: finiteOrNull(redis.maxBytes) },
+      redis:
+        redis === undefined
+          ? null
+          : redis === 'unavailable'
+            ? { error: 'Redis did not answer' }
+            : {
+                keys: redis.keys,
+                usedMemoryBytes: finiteOrNull(redis.bytes),
+                evictedKeys: finiteOrNull(redis.evictedKeys),
+                maxBytes: finiteOrNull(redis.maxBytes),
+              },
     },
-    purges: { ...sources.purges, recent: counts.recentPurges.map((p) => ({ ageSeconds: ageSeconds(now, p.at), kind: p.kind, origin: p.origin, removed: p.removed })) },
+    purges: {
+      ...sources.purges,
+      recent: counts.recentPurges.map((p) => ({ ageSeconds: ageSeconds(now, p.at), kind: p.kind, origin: p.origin, removed: p.removed })),
+    },
     live: {
       pushFeed: sources.live.push,
       fanout: sources.live.fanout,
