@@ -39,5 +39,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "const h=process.env.HOST||'0.0.0.0';const a=h==='0.0.0.0'?'127.0.0.1':h==='::'?'[::1]':h.includes(':')?'['+h+']':h;fetch('http://'+a+':'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
 # Node is PID 1 and handles SIGTERM itself (graceful close in src/main.ts). At start-up main.ts
 # re-executes node in place (execve: still PID 1) with heap limits sized from the memory tier
-# (heap.maxOldSpaceMiB); a --max-old-space-size in NODE_OPTIONS wins. Memory: README "Deployment".
+# (heap.maxOldSpaceMiB); a --max-old-space-size in NODE_OPTIONS wins. Memory: docs/deployment.md, "Container memory".
 CMD ["node", "dist/src/main.js"]

@@ -1,8 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * `npm run test:ops`: the tests that need system tools beyond what `npm ci` installs (README ›
- * Tests lists them: docker compose, promtool, Prometheus, kubectl, Chromium). `npm test` never
+ * `npm run test:ops`: the tests that need system tools beyond what `npm ci` installs (README's
+ * "The two test commands" and docs/contributing.md list them: docker compose, promtool, Prometheus, kubectl, Chromium). `npm test` never
  * runs these; `.ci/run` installs the tools and runs both.
  */
 export default defineConfig({

@@ -202,7 +202,7 @@ function createAdmin(
           onMessage: (message) => purger.applyAnnouncement(message),
           telemetry,
         });
-  if (config.admin.token === null) logger.warn('admin API off: ADMIN_TOKEN is not set (/admin/* answers 404)');
+  if (config.admin.token === null) logger.warn('admin API off: admin.token (ADMIN_TOKEN) is not set (/admin/* answers 404)');
   const handleRequest = createAdminListener({
     logger,
     telemetry,

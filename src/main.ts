@@ -85,6 +85,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`stacks-cache-proxy: failed to start: ${(error as Error).stack ?? String(error)}\n`);
+  // A port that cannot be opened is the operator's to fix, and its message names the setting: no stack.
+  const text = error instanceof Error && error.name === 'ListenError' ? error.message : ((error as Error).stack ?? String(error));
+  process.stderr.write(`stacks-cache-proxy: failed to start: ${text}\n`);
   process.exit(1);
 });

@@ -29,8 +29,14 @@ export function keylessHiroUpstreams(upstream: Config['upstream']): string[] {
   });
 }
 
+function withoutPassword(url: string): string {
+  const password = URL.parse(url)?.password;
+  return password ? url.replace(`:${password}@`, ':***@') : url;
+}
+
 export function startupNotes(config: Config): StartupNote[] {
-  const { urls } = config.upstream;
+  // A password in a URL never reaches the log (the URLs are otherwise shown as configured).
+  const urls = config.upstream.urls.map(withoutPassword);
   const notes: StartupNote[] = [
     {
       level: 'info',

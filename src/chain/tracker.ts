@@ -53,6 +53,8 @@ export interface TipSource {
 /** Where each upstream's tip height goes (the upstream health owner). */
 export interface TipReceiver {
   reportTip(origin: string, height: number): void;
+  /** An upstream whose tip poll got no answer within pollTimeoutMs (its request may run on): said as its last error until it fails or answers otherwise. */
+  reportNoAnswer?(origin: string, waitedMs: number): void;
 }
 
 interface StatusBody {
@@ -240,7 +242,12 @@ export class ChainTipTracker {
    * answered and been judged, or its `pollTimeoutMs` passed. Never throws (errors go to telemetry).
    */
   async pollOnce(): Promise<void> {
-    const answered = await Promise.all(this.upstream.origins.map((origin) => this.within(this.pollUpstream(origin))));
+    const origins = this.upstream.origins;
+    const answered = await Promise.all(origins.map((origin) => this.within(this.pollUpstream(origin))));
+    // A hung upstream fails only when its request times out, much later: /ready says why meanwhile.
+    origins.forEach((origin, i) => {
+      if (!answered[i]) this.health.reportNoAnswer?.(origin, this.settings.pollTimeoutMs);
+    });
     if (!answered.includes(true)) this.telemetry.tipPollFailed(new Error('no upstream answered the chain tip poll in time'));
   }
 

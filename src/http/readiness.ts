@@ -12,9 +12,13 @@ export interface ReadinessInputs {
   upstreams: UpstreamStatus[];
 }
 
-/** One line per upstream: its last error, or that it has not failed (yet). */
+/** One line per upstream: its last error (named by its origin once), or that it has not failed (yet). */
 function causes(upstreams: readonly UpstreamStatus[]): string {
-  return upstreams.map((u) => (u.lastError ? `${u.origin}: ${u.lastError.message}` : `${u.origin}: no answer yet`)).join('; ');
+  return upstreams
+    .map((u) =>
+      !u.lastError ? `${u.origin}: no answer yet` : u.lastError.message.includes(u.origin) ? u.lastError.message : `${u.origin}: ${u.lastError.message}`,
+    )
+    .join('; ');
 }
 
 export function judgeReadiness({ shuttingDown, tip, upstreams }: ReadinessInputs): Readiness {

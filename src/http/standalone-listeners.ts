@@ -36,6 +36,9 @@ const CAUSES: Record<string, { why: string; host?: true }> = {
   ENOTFOUND: { why: 'is on a host name that does not resolve', host: true },
 };
 
+/** The name a listen error carries (main.ts prints its message without a stack). */
+export const LISTEN_ERROR = 'ListenError';
+
 /**
  * A listen error, its message naming the setting: `listen EADDRINUSE 127.0.0.1:9091: the admin
  * port is taken (ADMIN_PORT / admin.port)`. Keeps the code, and the original as the cause.
@@ -47,6 +50,8 @@ export function listenError(error: unknown, listener: ListenerSetting, host: str
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   const setting = cause?.host ? listener.host : listener.port;
   const named = new Error(`listen ${typeof code === 'string' ? code : 'failed'} ${address}: ${listener.name} ${why} (${setting})`, { cause: error });
+  // Named so that the entry point prints the message alone: it says all an operator needs.
+  named.name = LISTEN_ERROR;
   return Object.assign(named, { code });
 }
 

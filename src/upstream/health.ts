@@ -71,6 +71,14 @@ export class UpstreamHealth {
     return chosen.origin;
   }
 
+  /** A tip poll not answered in time: the upstream's last error says so (not a failure: its request may still answer). */
+  reportNoAnswer(origin: string, waitedMs: number): void {
+    const upstream = this.find(origin);
+    // Only where nothing more precise is known (a refused connection, a status) and no tip came.
+    if (!upstream || upstream.tipHeight !== undefined || upstream.lastError !== undefined) return;
+    upstream.lastError = { message: `no answer to the chain tip poll within ${waitedMs} ms (chainTip.pollTimeoutMs)`, at: this.clock() };
+  }
+
   /** The tracker reports each upstream's tip height; an upstream too far behind is not read from. */
   reportTip(origin: string, height: number): void {
     const upstream = this.find(origin);

@@ -325,7 +325,7 @@ describe('without ADMIN_TOKEN', () => {
     try {
       const off = lines.filter((line) => line.includes('admin API off'));
       expect(off).toHaveLength(1);
-      expect(JSON.parse(off[0]!)).toMatchObject({ level: 40, msg: 'admin API off: ADMIN_TOKEN is not set (/admin/* answers 404)' });
+      expect(JSON.parse(off[0]!)).toMatchObject({ level: 40, msg: 'admin API off: admin.token (ADMIN_TOKEN) is not set (/admin/* answers 404)' });
       for (const [method, path] of [
         ['GET', '/admin/cache'],
         ['POST', '/admin/purge'],

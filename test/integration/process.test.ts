@@ -65,7 +65,7 @@ describe('the proxy process', () => {
     const child = run({ PORT: '0', HOST: '127.0.0.1', UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'info' });
     const listening = JSON.parse(await waitForLine(child, /"msg":"listening"/)) as { url: string; cache: string };
     expect(listening.cache).toBe('memory');
-    expect(output(child)).toContain('"msg":"admin API off: ADMIN_TOKEN is not set (/admin/* answers 404)"');
+    expect(output(child)).toContain('"msg":"admin API off: admin.token (ADMIN_TOKEN) is not set (/admin/* answers 404)"');
     expect((await fetchRaw(`${listening.url}/health`)).status).toBe(200);
     expect((await fetchRaw(`${listening.url}/ready`)).status).toBe(200);
     const block = await fetchRaw(`${listening.url}/extended/v2/blocks/1`);

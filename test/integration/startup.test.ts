@@ -5,7 +5,7 @@
  * address as configured, and /ready says from the first second why the proxy is not ready.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { createServer, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
@@ -64,6 +64,8 @@ describe('a port that is taken', () => {
     const ended = await runToEnd([main], { PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: String(takenPort), UPSTREAM_URLS: upstream.url, LOG_LEVEL: 'silent' });
     expect(ended.code).toBe(1);
     expect(ended.stderr).toContain(`listen EADDRINUSE 127.0.0.1:${takenPort}: the admin port is taken (ADMIN_PORT / admin.port)`);
+    // The message says it all: no stack trace follows it.
+    expect(ended.stderr).not.toMatch(/\n\s+at /);
   }, 30_000);
 
   it('PORT: the process exits 1 with an error naming the setting', async () => {
@@ -145,13 +147,31 @@ describe('/ready before any tip', () => {
         details: { upstreams: { origin: string; lastError?: { message: string } }[] };
       };
       expect(body.status).toBe('not_ready');
-      expect(body.reason).toMatch(new RegExp(`^chain tip not known yet \\(${dead}: connect from ${dead}: .*ECONNREFUSED.*; ${upstream.url}: .*500`));
+      // Each upstream named once: the client's cause already names it.
+      expect(body.reason).toMatch(new RegExp(`^chain tip not known yet \\(connect from ${dead}: .*ECONNREFUSED.*; ${upstream.url} answered 500`));
       expect(body.details.upstreams.map((u) => u.lastError?.message)).toEqual([expect.stringContaining('ECONNREFUSED'), expect.stringContaining('500')]);
       // The public port says only that it is not ready.
       expect(JSON.parse((await fetchRaw(`${proxy.url}/ready`)).body.toString())).toEqual({ status: 'not_ready' });
     } finally {
       upstream.setFailing(null);
       await proxy.close();
+    }
+  });
+
+  it('names an upstream that accepts connections but never answers, before its request times out', async () => {
+    // Accepts every connection and answers nothing.
+    const held = new Set<Socket>();
+    const silent = createServer((socket) => void held.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const hung = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const proxy = await startTestProxy({ upstreamUrls: [hung], overrides: { chainTip: { pollTimeoutMs: 300 }, upstream: { headersTimeoutMs: 3_000 } } });
+    try {
+      const body = JSON.parse((await fetchRaw(`${proxy.adminUrl}/ready`)).body.toString()) as { reason: string };
+      expect(body.reason).toBe(`chain tip not known yet (${hung}: no answer to the chain tip poll within 300 ms (chainTip.pollTimeoutMs))`);
+    } finally {
+      await proxy.close();
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
   });
 });

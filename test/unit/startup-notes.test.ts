@@ -59,6 +59,13 @@ describe('start-up notes', () => {
     expect(keylessHiroUpstreams({ ...config.upstream, headersByUrl: { 'https://other.example': { 'x-api-key': 'k' } } })).toEqual(['https://api.hiro.so']);
   });
 
+  it('never logs a password in an upstream URL', () => {
+    const lines = notesFor({ UPSTREAM_URLS: 'http://bob:UrlPassQQ@node-1.example:3999' });
+    const text = JSON.stringify(lines);
+    expect(text).not.toContain('UrlPassQQ');
+    expect(lines[0]!.msg).toContain('reading from http://bob:***@node-1.example:3999');
+  });
+
   it('an empty UPSTREAM_API_KEY (what compose passes when it is unset) is no key', () => {
     expect(notesFor({ UPSTREAM_API_KEY: '' }).map((line) => line.level)).toEqual([INFO, WARN]);
   });

@@ -48,11 +48,13 @@ describe('judgeReadiness', () => {
     const upstreams = [status('http://a', { lastError: { message: 'connect from http://a: connect ECONNREFUSED', ageMs: 5 } }), status('http://b')];
     expect(judgeReadiness({ shuttingDown: false, tip: undefined, upstreams })).toEqual({
       ready: false,
-      reason: 'chain tip not known yet (http://a: connect from http://a: connect ECONNREFUSED; http://b: no answer yet)',
+      reason: 'chain tip not known yet (connect from http://a: connect ECONNREFUSED; http://b: no answer yet)',
       details: { upstreams },
     });
     const broken = upstreams.map((u) => ({ ...u, usable: false }));
-    expect(judgeReadiness({ shuttingDown: false, tip: { height: 7 }, upstreams: broken }).reason).toMatch(/^no healthy upstream \(http:\/\/a: connect/);
+    expect(judgeReadiness({ shuttingDown: false, tip: { height: 7 }, upstreams: broken }).reason).toMatch(
+      /^no healthy upstream \(connect from http:\/\/a: connect/,
+    );
     expect(judgeReadiness({ shuttingDown: false, tip: { height: 7 }, upstreams })).toEqual({ ready: true, details: { tipHeight: 7, upstreams } });
     expect(judgeReadiness({ shuttingDown: true, tip: { height: 7 }, upstreams })).toEqual({ ready: false, reason: 'shutting down' });
   });

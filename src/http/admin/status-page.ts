@@ -34,7 +34,7 @@ export const STATUS_HTML = `<!doctype html>
       <dt>Burn height</dt><dd id="tip-burn">–</dd>
       <dt>Age</dt><dd id="tip-age">–</dd>
       <dt>Finality watermark</dt><dd id="finality">–</dd>
-      <dt>Last tip poll error</dt><dd id="poll-error" class="error-text">none</dd>
+      <dt>Last tip poll error</dt><dd id="poll-error" class="muted">none</dd>
     </dl>
   </section>
   <section class="card" id="traffic-panel">
@@ -196,6 +196,7 @@ export const STATUS_JS = `'use strict';
     setText('finality', chain.finality ? 'Stacks ' + num(chain.finality.stacksHeight) + ' / burn ' + num(chain.finality.burnHeight) : 'not established yet');
     var poll = chain.lastPollError;
     setText('poll-error', poll ? poll.message + ' (' + age(poll.ageSeconds) + ' ago)' : 'none');
+    byId('poll-error').className = poll ? 'error-text' : 'muted';
     var reorgs = chain.reorgs;
     setText('reorgs-summary', num(reorgs.total) + ' since start; ' + num(reorgs.purgedEntries) + ' suspect entries dropped');
     replaceChildren(byId('reorgs'), reorgs.recent.length === 0 ? [el('li', 'muted', 'none')] : reorgs.recent.map(function (r) {
