@@ -1,10 +1,12 @@
 /**
- * Load runs: autocannon from this process, with the server's CPU time per request read around
- * each run, and alternating rounds of several variants so that drift of a shared machine hits
- * them alike; figures are medians over rounds.
+ * Load runs: autocannon from this process, or wrk (a C load generator, in its own process) for
+ * targets that ask for it when it is installed, with the server's CPU time per request read
+ * around each run, and alternating rounds of several variants so that drift of a shared machine
+ * hits them alike; figures are medians over rounds.
  */
 import autocannon from 'autocannon';
 import { cpuSeconds, rssMiB } from './proc.js';
+import { HAS_WRK, runWrk } from './wrk.js';
 
 export interface BenchOptions {
   quick: boolean;
@@ -25,7 +27,13 @@ export interface Run {
   requests: number;
   cpuMicrosPerRequest?: number;
   rssMiB?: number;
+  /** Which load generator ran. */
+  generator?: Generator;
+  /** The load generator's own CPU per request (µs): what it takes from the core it runs on. */
+  generatorCpuMicrosPerRequest?: number;
 }
+
+export type Generator = 'wrk' | 'autocannon';
 
 export interface Target {
   url: string;
@@ -48,7 +56,19 @@ export interface Target {
    * a fixed rate, adds coordinated-omission samples at 1 ms intervals that drag its p50 down.
    */
   exactLatency?: boolean;
+  /**
+   * Load it with wrk when /usr/bin/wrk (or wrk on PATH) is there: a closed loop on one URL, no
+   * rate, no request list. autocannon otherwise. See wrk.ts for why the hit scenarios want it.
+   */
+  preferWrk?: boolean;
 }
+
+/** The load generator a target gets on this machine. */
+export const generatorOf = (target: Target): Generator =>
+  target.preferWrk && HAS_WRK && !target.requests && !target.rate && !target.exactLatency ? 'wrk' : 'autocannon';
+
+/** The generator that ran a set of runs ('wrk', 'autocannon', or 'wrk and autocannon'). */
+export const generatorsOf = (runs: Array<Run | undefined>): string => [...new Set(runs.map((r) => r?.generator).filter(Boolean))].join(' and ') || 'autocannon';
 
 interface Cannonade {
   result: autocannon.Result;
@@ -79,14 +99,18 @@ const percentile = (sorted: number[], share: number): number => Math.round((sort
 
 /** One measured run (after a short warm-up: connections set up, code optimised) against one or several targets at once. */
 export async function runLoad(targets: Target[], options: BenchOptions): Promise<Run> {
+  if (targets.length > 0 && targets.every((t) => generatorOf(t) === 'wrk')) return runWrkLoad(targets, options);
   const share = Math.max(1, Math.round(options.connections / targets.length));
   await Promise.all(targets.map((t) => cannon(t, share, warmUpSeconds(options))));
   const pids = targets.flatMap((t) => t.pids ?? []);
   const before = pids.map(cpuSeconds);
+  const ownBefore = process.cpuUsage();
   let runs = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
   // Seen once in a while: autocannon ends a run without sending anything (no errors either); run it again.
   if (runs.some((r) => r.result.requests.total === 0)) runs = await Promise.all(targets.map((t) => cannon(t, share, options.seconds)));
   const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - (before[i] ?? 0), 0);
+  // This process's CPU: autocannon's, and the fake upstream's (idle in the hit scenarios).
+  const own = process.cpuUsage(ownBefore);
   const results = runs.map((r) => r.result);
   const requests = results.reduce((sum, r) => sum + r.requests.total, 0);
   const latencyAt = (share: number, histogram: (r: autocannon.Result) => number): number =>
@@ -100,6 +124,32 @@ export async function runLoad(targets: Target[], options: BenchOptions): Promise
     requests,
     cpuMicrosPerRequest: pids.length && requests ? Math.round((cpu / requests) * 1e7) / 10 : undefined,
     rssMiB: pids.length ? pids.reduce((sum, pid) => sum + rssMiB(pid), 0) : undefined,
+    generator: 'autocannon',
+    generatorCpuMicrosPerRequest: requests ? Math.round(((own.user + own.system) / requests) * 10) / 10 : undefined,
+  };
+}
+
+/** One measured run with wrk, one wrk process per target (each its share of the connections), after a warm-up. */
+async function runWrkLoad(targets: Target[], options: BenchOptions): Promise<Run> {
+  const share = Math.max(1, Math.round(options.connections / targets.length));
+  await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, warmUpSeconds(options))));
+  const pids = targets.flatMap((t) => t.pids ?? []);
+  const before = pids.map(cpuSeconds);
+  const runs = await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, options.seconds)));
+  const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - (before[i] ?? 0), 0);
+  const requests = runs.reduce((sum, r) => sum + r.requests, 0);
+  const generatorCpu = runs.reduce((sum, r) => sum + r.cpuSeconds, 0);
+  return {
+    requestsPerSecond: Math.round(runs.reduce((sum, r) => sum + r.requests / r.seconds, 0)),
+    p50Ms: Math.max(...runs.map((r) => r.p50Ms)),
+    p99Ms: Math.max(...runs.map((r) => r.p99Ms)),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    requests,
+    cpuMicrosPerRequest: pids.length && requests ? Math.round((cpu / requests) * 1e7) / 10 : undefined,
+    rssMiB: pids.length ? pids.reduce((sum, pid) => sum + rssMiB(pid), 0) : undefined,
+    generator: 'wrk',
+    generatorCpuMicrosPerRequest: requests ? Math.round((generatorCpu / requests) * 1e7) / 10 : undefined,
   };
 }
 
@@ -124,6 +174,8 @@ export function medianRun(runs: Run[]): Run {
     requests: runs.reduce((sum, r) => sum + r.requests, 0),
     cpuMicrosPerRequest: of((r) => r.cpuMicrosPerRequest),
     rssMiB: of((r) => r.rssMiB),
+    generator: runs[0]?.generator,
+    generatorCpuMicrosPerRequest: of((r) => r.generatorCpuMicrosPerRequest),
   };
 }
 

@@ -39,6 +39,7 @@ function cells(row: Row): string[] {
     b ? x(ratio(r?.cpuMicrosPerRequest, b.cpuMicrosPerRequest)) : '',
     n(r?.rssMiB),
     r ? String(r.errors) : '',
+    r?.generator ? `${r.generator}${r.generatorCpuMicrosPerRequest === undefined ? '' : ` (${r.generatorCpuMicrosPerRequest} µs/req)`}` : '',
     row.note ?? '',
   ];
 }
@@ -57,11 +58,11 @@ export function markdown(header: Header, sections: Section[]): string {
   const rows = sections.flatMap((s) => s.rows).map((row) => `| ${cells(row).join(' | ')} |`);
   return [
     `Machine: ${describeMachine(header.machine)}.`,
-    `Load: autocannon, ${header.connections} connections, ${header.seconds} s per run after ${warmUpSeconds(header)} s of warm-up, ${header.rounds} alternating round(s), medians; ` +
+    `Load: autocannon from the bench process, or wrk (one thread, its own process) where a row names it, ${header.connections} connections, ${header.seconds} s per run after ${warmUpSeconds(header)} s of warm-up, ${header.rounds} alternating round(s), medians; ` +
       `${header.pinned ? 'servers pinned to CPU 0, load generator and fake upstream on CPU 1' : 'unpinned (no taskset)'}; ${header.quick ? '--quick, ' : ''}${header.elapsedSeconds} s in all.`,
     '',
-    '| scenario | variant | req/s | vs baseline | p50 ms | p99 ms | server CPU µs/req | vs baseline | RSS MiB | errors | notes |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| scenario | variant | req/s | vs baseline | p50 ms | p99 ms | server CPU µs/req | vs baseline | RSS MiB | errors | load generator (its CPU) | notes |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     ...sections.flatMap((s) => s.findings.map((f) => `- ${f}`)),

@@ -6,7 +6,7 @@
  * feature costs.
  */
 import { stopChild } from '../../testkit/index.js';
-import { alternate } from '../lib/load.js';
+import { alternate, generatorsOf } from '../lib/load.js';
 import { runJsonChild, startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
 import { HIT_PATH, RATE_LIMITED, hitHead, type Context } from './context.js';
@@ -36,13 +36,17 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
       '/health',
     );
     servers.push(fullHead);
-    const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid] }];
+    // wrk where installed (bench/lib/wrk.ts); the same two servers under autocannon too, to show how the generators disagree.
+    const hit = (s: Server, preferWrk = true) => [{ url: s.url + HIT_PATH, pids: [s.pid], preferWrk }];
+    const bare = (s: Server, preferWrk = true) => [{ url: `${s.url}/x`, pids: [s.pid], preferWrk }];
     const runs = await alternate(
       'memory hit',
       {
-        baseline: [{ url: `${baseline.url}/x`, pids: [baseline.pid] }],
-        fullHead: [{ url: `${fullHead.url}/x`, pids: [fullHead.pid] }],
+        baseline: bare(baseline),
+        fullHead: bare(fullHead),
+        fullHeadAutocannon: bare(fullHead, false),
         info: hit(info),
+        infoAutocannon: hit(info, false),
         everyHit: hit(everyHit),
         warn: hit(warn),
         limited: hit(limited),
@@ -92,9 +96,18 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
           note: `vs baseline 2: ${rpsFull('warn')}x req/s, ${cpuFull('warn')}x CPU`,
         },
         { scenario: '7 feature cost', name: 'proxy, defaults, rate limiting on (memory budget)', run: runs.limited, baseline: base },
+        { scenario: s, name: 'baseline 2 under autocannon', run: runs.fullHeadAutocannon, baseline: base, note: 'the generator compared' },
+        {
+          scenario: s,
+          name: 'proxy, defaults, under autocannon',
+          run: runs.infoAutocannon,
+          baseline: base,
+          note: `vs baseline 2 under autocannon: ${ratio(runs.infoAutocannon?.requestsPerSecond, runs.fullHeadAutocannon?.requestsPerSecond)}x req/s, ${ratio(runs.infoAutocannon?.cpuMicrosPerRequest, runs.fullHeadAutocannon?.cpuMicrosPerRequest)}x CPU`,
+        },
       ],
       findings: [
-        `Memory hit at the default settings: ${rps('info')}x the baseline's req/s (target >= 0.85x), ${cpu('info')}x its CPU per request (target <= 1.25x), p99 ${runs.info?.p99Ms} ms (target < 5 ms); access log off: ${rps('warn')}x (target >= 0.9x). Against baseline 2, which writes the same head a hit must carry: ${rpsFull('info')}x req/s and ${cpuFull('info')}x CPU at the defaults, ${rpsFull('warn')}x and ${cpuFull('warn')}x with the access log off.`,
+        `Load generator of the memory-hit rows: ${generatorsOf([runs.info, full])}. Memory hit at the default settings: ${rps('info')}x the baseline's req/s (target >= 0.85x), ${cpu('info')}x its CPU per request (target <= 1.25x), p99 ${runs.info?.p99Ms} ms (target < 5 ms); access log off: ${rps('warn')}x (target >= 0.9x). Against baseline 2, which writes the same head a hit must carry: ${rpsFull('info')}x req/s and ${cpuFull('info')}x CPU at the defaults, ${rpsFull('warn')}x and ${cpuFull('warn')}x with the access log off; p99 ${runs.info?.p99Ms} ms against baseline 2's ${full?.p99Ms} ms (${ratio(runs.info?.p99Ms, full?.p99Ms)}x; target <= 1.15x CPU, <= 1.3x p99).`,
+        `wrk and autocannon on the same two servers: under autocannon the proxy's hit is ${ratio(runs.infoAutocannon?.requestsPerSecond, runs.fullHeadAutocannon?.requestsPerSecond)}x baseline 2's req/s, under wrk ${rpsFull('info')}x; the generator's own CPU per request: autocannon ${runs.infoAutocannon?.generatorCpuMicrosPerRequest} µs on the proxy and ${runs.fullHeadAutocannon?.generatorCpuMicrosPerRequest} µs on baseline 2, wrk ${runs.info?.generatorCpuMicrosPerRequest} and ${full?.generatorCpuMicrosPerRequest} µs.`,
         `Cost of the access log: every hit logged vs none (warn): ${featureCost('everyHit', 'warn')}; the default (1 hit in 100 logged) vs none: ${featureCost('info', 'warn')}. Rate limiting on, memory budget (vs the defaults): ${featureCost('limited', 'info')}. Metrics (no switch; timed in a loop, bench/micro/telemetry-cost.ts): ${metrics.nsPerHitFolded} ns per hit, ${metricsShare(metrics.nsPerHitFolded, runs.info?.cpuMicrosPerRequest)} of a hit's CPU at the defaults (the same samples through prom-client label objects, as before issue 10: ${metrics.nsPerHitPromClientLabels} ns).`,
       ],
       data: { runs, metrics },

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { startRedis, stopChild } from '../../testkit/index.js';
-import { alternate } from '../lib/load.js';
+import { alternate, generatorsOf } from '../lib/load.js';
 import { scrape, sumSeries } from '../lib/metrics.js';
 import { startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
@@ -35,8 +35,9 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     );
     servers.push(fullHead);
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });
-    const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid] }];
-    const bare = (s: Server) => [{ url: s.url + '/x', pids: [s.pid] }];
+    // wrk where installed (bench/lib/wrk.ts).
+    const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid], preferWrk: true }];
+    const bare = (s: Server) => [{ url: s.url + '/x', pids: [s.pid], preferWrk: true }];
     const runs = await alternate(
       'redis hit',
       { baseline: bare(baseline), fullHead: bare(fullHead), unpipelined: bare(unpipelined), proxy: hit(proxy), limited: hit(limited) },
@@ -67,7 +68,7 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
         { scenario: '7 feature cost', name: 'proxy, Redis-tier hit, rate limiting on (Redis budget)', run: runs.limited, baseline: base },
       ],
       findings: [
-        `Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
+        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
       ],
       data: { runs, redisHits },
     };
