@@ -3,7 +3,7 @@
  * carries a `type` under the `scp:` prefix, so that prom-client's own messages and anything else
  * on the channel are told apart; a message that does not match is ignored.
  */
-import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+import type { WorkerMetrics } from '../telemetry/worker-metrics.js';
 
 /** A worker's listeners are open: its public address and its private admin listener. */
 export interface WorkerReady {
@@ -22,7 +22,7 @@ export interface MetricsRequest {
 export interface MetricsAnswer {
   type: 'scp:metrics';
   id: number;
-  metrics: MetricObjectWithValues<MetricValue<string>>[];
+  metrics: WorkerMetrics;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;

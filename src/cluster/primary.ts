@@ -14,7 +14,7 @@ import { systemClock } from '../clock.js';
 import { startHttpServer, type RunningServer } from '../http/server-lifecycle.js';
 import { ADMIN_LISTENER, listenError } from '../http/standalone-listeners.js';
 import { isMetricsAnswer, isWorkerReady, type MetricsAnswer, type WorkerReady } from './messages.js';
-import { aggregateWorkerMetrics } from './metrics-aggregation.js';
+import { aggregateWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { RestartBudget } from './restart-budget.js';
 
 /** Restarts of dead workers allowed within RESTART_WINDOW_MS before the primary gives up (exit 1). */

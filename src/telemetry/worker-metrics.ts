@@ -1,5 +1,5 @@
 /**
- * One /metrics for the host in worker mode: the primary asks every worker for its registry's
+ * One /metrics for the host in worker mode (src/cluster/): the primary asks every worker for its registry's
  * metrics (as JSON, over IPC) and adds them up with prom-client's AggregatorRegistry. Counters
  * and histograms add up. A gauge says how it combines (GAUGE_AGGREGATORS): a count held per
  * worker (in-flight requests, clients) adds up, while one state every worker sees alike (the
@@ -8,7 +8,9 @@
  */
 import { AggregatorRegistry, type Aggregator, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 
-type Metrics = MetricObjectWithValues<MetricValue<string>>[];
+/** One worker's registry as JSON (`registry.getMetricsAsJSON()`), as it crosses the IPC channel. */
+export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
+type Metrics = WorkerMetrics;
 
 /** Every gauge of the catalogue, and how the workers' values combine (a unit test checks none is missing). */
 export const GAUGE_AGGREGATORS: Readonly<Record<string, Aggregator>> = {
