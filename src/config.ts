@@ -69,6 +69,14 @@ export const ConfigSchema = z
           'Requests of one connection handled at a time; later pipelined ones wait and the connection is not read meanwhile',
         ),
         shutdownGraceMs: positiveInt.describe('On `SIGTERM`/`SIGINT`, how long in-flight requests may finish before connections are closed'),
+        workers: z
+          .number()
+          .int()
+          .min(0)
+          .max(256)
+          .describe(
+            'Processes serving the public port ([Worker mode](deployment.md#worker-mode)): `1` one process (no cluster), `0` one per core, `N` that many; more than one needs `redis.url` and `cache.sharedSingleFlight.enabled`',
+          ),
       })
       .strict()
       .refine((server) => server.headersTimeoutMs <= server.requestTimeoutMs, {
@@ -437,6 +445,7 @@ function fromEnv(env: Record<string, string | undefined>): Json {
   const out: Json = {};
   if (env.PORT !== undefined) server.port = integerFromEnv('PORT', env.PORT);
   if (env.HOST !== undefined) server.host = env.HOST;
+  if (env.WORKERS !== undefined) server.workers = integerFromEnv('WORKERS', env.WORKERS);
   if (Object.keys(server).length > 0) out.server = server;
   const upstream: Json = {};
   if (env.UPSTREAM_URLS !== undefined) {
@@ -457,6 +466,7 @@ function fromEnv(env: Record<string, string | undefined>): Json {
 export const ENV_NAMES: Readonly<Record<string, string>> = {
   'server.port': 'PORT',
   'server.host': 'HOST',
+  'server.workers': 'WORKERS',
   'upstream.urls': 'UPSTREAM_URLS',
   'upstream.apiKey': 'UPSTREAM_API_KEY',
   'redis.url': 'REDIS_URL',

@@ -1,7 +1,8 @@
 /**
  * The entry point (`npm start`, the Docker image's command): the only place that reads
  * process.env. Checks the Node.js version, loads the config, sizes V8's heap from it, starts the
- * proxy (composition-root.ts) and stops it on SIGTERM/SIGINT.
+ * proxy (composition-root.ts), or with server.workers > 1 the primary of worker mode and its
+ * workers (cluster/), and stops it on SIGTERM/SIGINT.
  */
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
@@ -16,11 +17,16 @@ if (unsupportedNode) {
 }
 
 const { getHeapStatistics } = await import('node:v8');
+const { default: cluster } = await import('node:cluster');
+const { availableParallelism } = await import('node:os');
 const { ConfigError, loadConfig, memoryTierBytes, redactedConfig } = await import('./config.js');
 const { createLogger } = await import('./logger.js');
 const { startProxy } = await import('./composition-root.js');
 const { heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags } = await import('./runtime/heap-sizing.js');
 const { logStartupNotes } = await import('./startup-notes.js');
+const { workerCount } = await import('./cluster/worker-count.js');
+const { startPrimary } = await import('./cluster/primary.js');
+const { startWorker } = await import('./cluster/worker.js');
 
 const MiB = 2 ** 20;
 
@@ -50,8 +56,10 @@ function logHeap(logger: Logger, notRelaunched: string | undefined): void {
 
 async function main(): Promise<void> {
   let config;
+  let workers;
   try {
     config = loadConfig(process.env);
+    workers = cluster.isWorker ? 1 : workerCount(config, availableParallelism());
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`stacks-cache-proxy: ${error.message}\n`);
@@ -59,20 +67,41 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  // A worker of worker mode (cluster/): started by the primary, which logged the start-up and sized its heap.
+  if (cluster.isWorker) return runWorker(config);
   const notRelaunched = relaunchWithHeapFlags(config);
   const logger = createLogger(config.logLevel);
   logger.info({ config: redactedConfig(config) }, 'starting');
   logStartupNotes(logger, config);
   logHeap(logger, notRelaunched);
+  const cache = config.redis.url ? 'memory+redis' : 'memory';
+  if (workers > 1) {
+    // Each worker gets the heap flags this process has, or would have had (without execve).
+    const flags = heapFlagsToAdd(heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB), nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
+    cluster.setupPrimary({ execArgv: [...process.execArgv, ...flags] });
+    const started = await startPrimary(config, logger, workers);
+    logger.info({ url: started.boundUrl, adminUrl: started.adminBoundUrl, cache, workers }, 'listening');
+    return;
+  }
   const proxy = await startProxy(config, { logger });
-  logger.info({ url: proxy.boundUrl, adminUrl: proxy.adminBoundUrl, cache: config.redis.url ? 'memory+redis' : 'memory' }, 'listening');
+  logger.info({ url: proxy.boundUrl, adminUrl: proxy.adminBoundUrl, cache }, 'listening');
+  stopOnSignals(logger, () => proxy.close());
+}
 
+async function runWorker(config: Config): Promise<void> {
+  const logger = createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid });
+  const proxy = await startWorker(config, logger);
+  logger.info({ url: proxy.boundUrl }, 'worker listening');
+  stopOnSignals(logger, () => proxy.close());
+}
+
+function stopOnSignals(logger: Logger, close: () => Promise<void>): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
-    proxy.close().then(
+    close().then(
       () => process.exit(0),
       (error: unknown) => {
         logger.error({ err: error }, 'error while stopping');

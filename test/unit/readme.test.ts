@@ -95,6 +95,7 @@ describe('docs/ pages', () => {
   it.each([
     'PORT',
     'HOST',
+    'WORKERS',
     'UPSTREAM_URLS',
     'UPSTREAM_API_KEY',
     'REDIS_URL',

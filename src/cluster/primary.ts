@@ -1,0 +1,219 @@
+/**
+ * The primary of worker mode (`server.workers` > 1): it serves no request itself. It forks the
+ * workers (worker.ts), which share the public port through node:cluster; it serves the admin
+ * port, answering /metrics with every worker's metrics combined (metrics-aggregation.ts) and
+ * forwarding anything else (/health, /ready, the status page, the admin API) to one worker's
+ * private admin listener; it replaces a worker that dies (within a restart budget); and on
+ * SIGTERM/SIGINT it has every worker drain (each within server.shutdownGraceMs) before it exits.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import { systemClock } from '../clock.js';
+import { startHttpServer, type RunningServer } from '../http/server-lifecycle.js';
+import { ADMIN_LISTENER, listenError } from '../http/standalone-listeners.js';
+import { isMetricsAnswer, isWorkerReady, type MetricsAnswer, type WorkerReady } from './messages.js';
+import { aggregateWorkerMetrics } from '../telemetry/worker-metrics.js';
+import { RestartBudget } from './restart-budget.js';
+
+/** Restarts of dead workers allowed within RESTART_WINDOW_MS before the primary gives up (exit 1). */
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 60_000;
+/** How long a scrape waits for the workers' metrics; a worker later than that is missing from it. */
+const METRICS_WAIT_MS = 5_000;
+/** Past every worker's own grace, how long the primary waits before it kills what still runs. */
+const STOP_MARGIN_MS = 5_000;
+
+export interface ClusterStarted {
+  boundUrl: string;
+  adminBoundUrl: string;
+}
+
+export async function startPrimary(config: Config, logger: Logger, count: number): Promise<ClusterStarted> {
+  const primary = new Primary(config, logger);
+  return primary.start(count);
+}
+
+class Primary {
+  private readonly ready = new Map<number, WorkerReady>();
+  /** Forked and not yet exited (cluster.workers may still hold a worker that has exited). */
+  private readonly live = new Set<Worker>();
+  private readonly restarts = new RestartBudget(MAX_RESTARTS, RESTART_WINDOW_MS, systemClock);
+  private readonly exitCodes: (number | null)[] = [];
+  private admin: RunningServer | undefined;
+  private started = false;
+  private stopping = false;
+  private nextMetricsId = 0;
+  private readonly metricsWaits = new Map<number, { answers: MetricsAnswer['metrics'][]; expected: number; done: () => void }>();
+  private onAllExited: (() => void) | undefined;
+
+  constructor(
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {}
+
+  async start(count: number): Promise<ClusterStarted> {
+    const allReady = new Promise<void>((resolve, reject) => {
+      cluster.on('message', (worker: Worker, message: unknown) => {
+        if (isWorkerReady(message)) {
+          this.ready.set(worker.id, message);
+          this.logger.info({ worker: worker.id, pid: worker.process.pid }, 'worker ready');
+          if (!this.started && this.ready.size === count) resolve();
+        } else if (isMetricsAnswer(message)) this.metricsArrived(message);
+      });
+      cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
+        this.ready.delete(worker.id);
+        this.live.delete(worker);
+        if (!this.started && !this.stopping) {
+          // A worker that cannot start (a port taken, Redis refusing) will not start on a second try either.
+          reject(new Error(`worker ${worker.id} exited during start-up (code ${code}, signal ${signal}); its log says why`));
+          return;
+        }
+        this.workerExited(worker, code, signal);
+      });
+    });
+    for (let i = 0; i < count; i++) this.fork();
+    try {
+      await allReady;
+      this.admin = await this.openAdmin();
+    } catch (error) {
+      await this.stopWorkers();
+      throw error;
+    }
+    this.started = true;
+    process.on('SIGTERM', () => void this.stop('SIGTERM'));
+    process.on('SIGINT', () => void this.stop('SIGINT'));
+    const first = [...this.ready.values()][0] as WorkerReady;
+    return { boundUrl: first.boundUrl, adminBoundUrl: this.admin.boundUrl };
+  }
+
+  private workerExited(worker: Worker, code: number | null, signal: string | null): void {
+    if (this.stopping) {
+      this.exitCodes.push(code);
+      if (this.live.size === 0) this.onAllExited?.();
+      return;
+    }
+    if (!this.restarts.take()) {
+      this.logger.error(
+        { worker: worker.id, pid: worker.process.pid, code, signal, maxRestarts: MAX_RESTARTS, windowMs: RESTART_WINDOW_MS },
+        'workers keep dying: stopping',
+      );
+      void this.stop('restart budget spent', 1);
+      return;
+    }
+    const replacement = this.fork();
+    this.logger.warn({ worker: worker.id, pid: worker.process.pid, code, signal, replacement: replacement.id }, 'worker died: starting another');
+  }
+
+  private fork(): Worker {
+    const worker = cluster.fork();
+    this.live.add(worker);
+    return worker;
+  }
+
+  private async openAdmin(): Promise<RunningServer> {
+    const { server, admin } = this.config;
+    const options = {
+      port: admin.port,
+      host: admin.host,
+      requestTimeoutMs: server.requestTimeoutMs,
+      headersTimeoutMs: server.headersTimeoutMs,
+      maxPipelinedRequests: server.maxPipelinedRequests,
+      shutdownGraceMs: server.shutdownGraceMs,
+    };
+    try {
+      return await startHttpServer((req, res) => this.handleAdmin(req, res), options);
+    } catch (error) {
+      throw listenError(error, ADMIN_LISTENER, admin.host, admin.port);
+    }
+  }
+
+  private handleAdmin(req: IncomingMessage, res: ServerResponse): void {
+    const path = req.url ?? '';
+    if ((req.method === 'GET' || req.method === 'HEAD') && path.split('?')[0] === '/metrics') {
+      void this.answerMetrics(req, res);
+      return;
+    }
+    const target = [...this.ready.values()][0];
+    // Origin-form only: an absolute URL here must not pick where the primary connects.
+    if (!path.startsWith('/') || !target) {
+      answerText(res, target ? 400 : 503, target ? 'bad request target' : 'no worker is ready');
+      return;
+    }
+    const forwarded = request(new URL(path, target.adminUrl), { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.rawHeaders);
+      answer.pipe(res);
+    });
+    forwarded.on('error', () => (res.headersSent ? res.destroy() : answerText(res, 502, 'the worker did not answer')));
+    req.pipe(forwarded);
+  }
+
+  private async answerMetrics(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const registry = aggregateWorkerMetrics(await this.collectMetrics());
+      const body = await registry.metrics();
+      res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(body) });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'metrics from the workers could not be combined');
+      answerText(res, 500, 'metrics from the workers could not be combined');
+    }
+  }
+
+  /** Every connected worker's metrics; a worker that has not answered within METRICS_WAIT_MS is left out. */
+  private collectMetrics(): Promise<MetricsAnswer['metrics'][]> {
+    const workers = [...this.live].filter((worker) => worker.isConnected());
+    const id = this.nextMetricsId++;
+    return new Promise((resolve) => {
+      const answers: MetricsAnswer['metrics'][] = [];
+      const done = () => {
+        clearTimeout(timer);
+        this.metricsWaits.delete(id);
+        resolve(answers);
+      };
+      const timer = setTimeout(done, METRICS_WAIT_MS);
+      this.metricsWaits.set(id, { answers, expected: workers.length, done });
+      if (workers.length === 0) done();
+      for (const worker of workers) worker.send({ type: 'scp:metrics?', id });
+    });
+  }
+
+  private metricsArrived(message: MetricsAnswer): void {
+    const wait = this.metricsWaits.get(message.id);
+    if (!wait) return;
+    wait.answers.push(message.metrics);
+    if (wait.answers.length >= wait.expected) wait.done();
+  }
+
+  /** Every worker drains (its own SIGTERM handler), then the primary exits: 0 when every worker stopped cleanly. */
+  private async stop(reason: string, exitCode = 0): Promise<void> {
+    if (this.stopping) return;
+    this.logger.info({ signal: reason }, 'stopping');
+    const adminClosed = this.admin?.close();
+    await this.stopWorkers();
+    await adminClosed;
+    const clean = this.exitCodes.every((code) => code === 0);
+    if (!clean) this.logger.error({ exitCodes: this.exitCodes }, 'a worker did not stop cleanly');
+    process.exit(exitCode === 0 && clean ? 0 : 1);
+  }
+
+  private async stopWorkers(): Promise<void> {
+    this.stopping = true;
+    const running = () => [...this.live];
+    if (this.live.size === 0) return;
+    const allExited = new Promise<void>((resolve) => (this.onAllExited = resolve));
+    for (const worker of running()) worker.process.kill('SIGTERM');
+    const deadline = setTimeout(() => {
+      this.logger.error({ afterMs: this.config.server.shutdownGraceMs + STOP_MARGIN_MS }, 'workers still running: killed');
+      for (const worker of running()) worker.process.kill('SIGKILL');
+    }, this.config.server.shutdownGraceMs + STOP_MARGIN_MS);
+    await allExited;
+    clearTimeout(deadline);
+  }
+}
+
+function answerText(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) + 1 });
+  res.end(`${text}\n`);
+}

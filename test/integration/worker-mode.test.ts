@@ -1,0 +1,179 @@
+/**
+ * Worker mode (server.workers > 1) as an operator meets it: `node dist/src/main.js` with WORKERS=2
+ * and Redis, real processes. A stampede on one key costs the upstream one request whatever worker
+ * each client lands on; both workers serve; the admin port's /metrics adds the workers up; a
+ * killed worker is replaced; SIGTERM drains every worker and the primary exits 0.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/paths.js';
+import { startFakeUpstream, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
+
+const root = projectRoot();
+const main = join(root, 'dist', 'src', 'main.js');
+let upstream: FakeUpstream;
+let redis: TestRedis;
+let configDir: string;
+
+beforeAll(() => {
+  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+}, 120_000);
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  redis = await startRedis();
+  configDir = mkdtempSync(join(tmpdir(), 'scp-workers-'));
+});
+afterAll(async () => {
+  await upstream.close();
+  await redis.stop();
+  rmSync(configDir, { recursive: true, force: true });
+});
+
+const started: ChildProcess[] = [];
+afterEach(() => {
+  // A failed test must not leave a proxy running (the workers exit when their primary's channel closes).
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  adminUrl: string;
+  /** Every JSON line the primary and its workers have written so far. */
+  lines: () => Record<string, unknown>[];
+}
+
+/** Starts the proxy with `env`, every hit logged; resolves on the primary's "listening" line. */
+function run(env: Record<string, string>, config: object = {}): Promise<Running> {
+  const file = join(configDir, `config-${started.length}.json`);
+  writeFileSync(file, JSON.stringify({ accessLog: { hitsEvery: 1 }, ...config }));
+  const child = spawn(process.execPath, [main], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_PORT: '0',
+      UPSTREAM_URLS: upstream.url,
+      LOG_LEVEL: 'info',
+      CONFIG_FILE: file,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push(child);
+  let out = '';
+  let err = '';
+  const lines = () =>
+    out
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    const look = () => {
+      const listening = lines().find((line) => line.msg === 'listening');
+      if (listening) resolve({ child, url: listening.url as string, adminUrl: listening.adminUrl as string, lines });
+    };
+    child.stdout.on('data', look);
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}${err}`)));
+  });
+}
+
+/** A GET on a connection of its own, so that the cluster hands each request to a worker anew. */
+function getOnNewConnection(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request(url, { agent: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+const exitOf = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+const workerPids = (running: Running) =>
+  running
+    .lines()
+    .filter((line) => line.msg === 'worker listening')
+    .map((line) => line.pid as number);
+
+describe('worker mode (server.workers)', () => {
+  it('refuses more than one worker without Redis: exit 2, naming the setting', async () => {
+    const child = spawn(process.execPath, [main], {
+      env: { PATH: process.env.PATH ?? '', UPSTREAM_URLS: upstream.url, WORKERS: '2' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    started.push(child);
+    let err = '';
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    expect(await exitOf(child)).toBe(2);
+    expect(err).toContain('server.workers (WORKERS): 2 workers need the shared single-flight in Redis');
+    expect(err).toContain('redis.url (REDIS_URL) is not set');
+  });
+
+  it('a stampede of 24 identical misses across 2 workers costs the upstream 1 request, and both workers serve', async () => {
+    const proxy = await run({ WORKERS: '2', REDIS_URL: redis.url });
+    await expect.poll(() => workerPids(proxy).length).toBe(2);
+    const path = '/extended/v2/blocks/25';
+    upstream.setDelay(500, /blocks\/25$/);
+    const answers = await Promise.all(Array.from({ length: 24 }, () => getOnNewConnection(`${proxy.url}${path}`)));
+    upstream.setDelay(0);
+    expect(answers.map((a) => a.status)).toEqual(Array(24).fill(200));
+    expect(new Set(answers.map((a) => a.body)).size).toBe(1);
+    expect(upstream.count(/\/extended\/v2\/blocks\/25$/)).toBe(1);
+    // Each answer's access-log line carries the pid of the worker that served it.
+    const blockLines = () => proxy.lines().filter((line) => line.route === 'block' && line.status === 200);
+    await expect.poll(() => blockLines().length).toBe(24);
+    const servedBy = new Set(blockLines().map((line) => line.pid));
+    expect([...servedBy].sort()).toEqual([...workerPids(proxy)].sort());
+
+    // The admin port's /metrics adds the workers' counters up; the tip height is not doubled.
+    const metrics = await (await fetch(`${proxy.adminUrl.replace('0.0.0.0', '127.0.0.1')}/metrics`)).text();
+    const sampleOf = (name: string, labels = '') => Number(new RegExp(`^${name}${labels}[^ ]* (\\S+)$`, 'm').exec(metrics)?.[1]);
+    expect(sampleOf('stacks_proxy_chain_tip_height')).toBe(upstream.tip().height);
+    const served = [...metrics.matchAll(/^stacks_proxy_http_requests_total\{[^}]*route="block"[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    expect(served).toBe(24);
+    // Anything else on the admin port is a worker's: /ready with details.
+    expect((await fetch(`${proxy.adminUrl}/ready`)).status).toBe(200);
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  });
+
+  it('replaces a killed worker, and on SIGTERM lets every worker finish its in-flight requests, then exits 0', async () => {
+    const proxy = await run({ WORKERS: '2', REDIS_URL: redis.url });
+    await expect.poll(() => workerPids(proxy).length).toBe(2);
+    const [victim] = workerPids(proxy);
+    process.kill(victim as number, 'SIGKILL');
+    await expect.poll(() => proxy.lines().some((line) => line.msg === 'worker died: starting another' && line.pid === victim)).toBe(true);
+    await expect.poll(() => workerPids(proxy).length, { timeout: 15_000 }).toBe(3);
+    await expect.poll(() => proxy.lines().filter((line) => line.msg === 'worker ready').length, { timeout: 15_000 }).toBe(3);
+
+    upstream.setDelay(700, /blocks\/(3[0-9])$/);
+    const inFlight = Array.from({ length: 10 }, (_, i) => getOnNewConnection(`${proxy.url}/extended/v2/blocks/${30 + i}`));
+    await expect.poll(() => upstream.count(/\/extended\/v2\/blocks\/3[0-9]$/)).toBe(10);
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    const answers = await Promise.all(inFlight);
+    upstream.setDelay(0);
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+    expect(await exit).toBe(0);
+    // Both live workers took part (each logs its own stop), and every worker process is gone.
+    const stoppingPids = proxy
+      .lines()
+      .filter((line) => line.msg === 'stopping' && typeof line.pid === 'number')
+      .map((line) => line.pid as number);
+    expect(new Set(stoppingPids).size).toBe(2);
+    for (const pid of workerPids(proxy)) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
