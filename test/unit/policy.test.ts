@@ -454,7 +454,10 @@ describe('the tip safety revalidation behind the answer (issue 18)', () => {
     expect(evaluate(tipEntry(), pastSafety + 15_000, CHAIN, behind)).toBe('revalidate');
     // Without an ETag, the request behind the answer is a plain one.
     expect(evaluate(entry('tip', T0), pastSafety, CHAIN, behind)).toBe('revalidate-behind');
-    expect(decide(tipEntry(), pastSafety, CHAIN, behind)).toMatchObject({ action: 'serve-and-revalidate-behind', refresh: { action: 'revalidate', etag: '"0xtip"' } });
+    expect(decide(tipEntry(), pastSafety, CHAIN, behind)).toMatchObject({
+      action: 'serve-and-revalidate-behind',
+      refresh: { action: 'revalidate', etag: '"0xtip"' },
+    });
     expect(decide(entry('tip', T0), pastSafety, CHAIN, behind)).toMatchObject({ action: 'serve-and-revalidate-behind', refresh: { action: 'refetch' } });
   });
 
