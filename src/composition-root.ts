@@ -13,7 +13,7 @@ import { RedisStore } from './cache/redis-store.js';
 import { TieredStore } from './cache/tiered-store.js';
 import { retentionMs, type TtlSettings } from './cache/policy.js';
 import { Decider } from './cache/decider.js';
-import { ReadPath } from './cache/read-path.js';
+import { backgroundRefreshCap, ReadPath } from './cache/read-path.js';
 import { routeReadSpecs, type RouteReadSpecs } from './cache/route-read-spec.js';
 import { SharedFlight } from './cache/shared-flight.js';
 import { TxListReader } from './cache/tx-list.js';
@@ -482,7 +482,9 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     now,
     accessLog: config.accessLog,
   });
-  const ttl: TtlSettings = config.cache.ttl;
+  // A tip entry past tipSafetyMs at the believed tip is served while it is revalidated behind the
+  // answer for at most the longest one upstream request may take (policy.ts isRevalidatedBehind).
+  const ttl: TtlSettings = { ...config.cache.ttl, revalidateBehindMs: config.upstream.requestDeadlineMs };
   const { store, redis } = createStores(config, telemetry, ttl, now);
   stops.add('stores', () => store.close());
   const { upstream, health } = createUpstream(config, telemetry, now);
@@ -525,7 +527,17 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     stale: { staleIfErrorMs: config.cache.staleIfErrorMs, staleIfErrorMaxBlocks: config.cache.staleIfErrorMaxBlocks },
   });
   const verifyCanonical = (block: BlockRef) => tracker.verifyCanonical(block);
-  const readPath = new ReadPath({ store, upstream, decider, chain, sharedFlight, clock: now, telemetry, verifyCanonical });
+  const readPath = new ReadPath({
+    store,
+    upstream,
+    decider,
+    chain,
+    sharedFlight,
+    clock: now,
+    telemetry,
+    verifyCanonical,
+    maxBackgroundRefreshes: backgroundRefreshCap(config.upstream.maxConcurrent),
+  });
   const readSpecs = routeReadSpecs({ keyPrefix: config.cache.keyPrefix, freshEntry: (key) => readPath.freshEntry(key) });
   const txList = new TxListReader({
     store,

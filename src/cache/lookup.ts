@@ -34,7 +34,8 @@ const firstOf = (keys: string | readonly string[]): string => (typeof keys === '
 export class CacheLookups {
   /**
    * `servesStale`: whether the reader serves an entry the decision allows to be served while it
-   * refreshes (the single reader does; tx/multiple refetches such members, so for it they are misses).
+   * refreshes or is revalidated (the single reader does; tx/multiple refetches such members, so
+   * for it they are misses).
    * `counted`: false for the proxy's own reads (the warm-up of a new block): no client asked.
    */
   constructor(
@@ -43,10 +44,14 @@ export class CacheLookups {
     private readonly counted = true,
   ) {}
 
-  /** A fresh entry is a hit, one served while it refreshes is stale, anything else needs the upstream. */
+  /**
+   * A fresh entry is a hit, one served while it refreshes is stale, one served while it is
+   * revalidated behind the answer a hit, anything else needs the upstream.
+   */
   private resultOf(decision: Decision): 'hit' | 'stale' | 'miss' {
     if (decision.action === 'fresh') return 'hit';
-    return decision.action === 'serve-stale-and-refresh' && this.servesStale ? 'stale' : 'miss';
+    if (!this.servesStale) return 'miss';
+    return decision.action === 'serve-stale-and-refresh' ? 'stale' : decision.action === 'serve-and-revalidate-behind' ? 'hit' : 'miss';
   }
 
   /** The memory tier, synchronously: the hit path. `keys` in order of preference. */

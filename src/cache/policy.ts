@@ -21,6 +21,12 @@ export interface TtlSettings {
   /** How long an expired entry is kept for revalidation (and, later, stale-if-error). */
   retainExpiredMs: number;
   /**
+   * How long past `tipSafetyMs` a `tip` entry validated at the believed tip is still served while
+   * one revalidation runs behind it (issue 18): the longest a revalidation round trip may take
+   * (the upstream client's deadline for one request). Absent or 0: off, such entries block on it.
+   */
+  revalidateBehindMs?: number;
+  /**
    * Learned freshness (issue 15): a `tip` entry about a principal that no block since touched
    * (chain/activity.ts) stays fresh across new tips, up to this age. Absent: off.
    */
@@ -240,9 +246,10 @@ export function classify(input: ClassifyInput): Judgement | undefined {
 /**
  * What a stored entry is worth (see `decide` for what to do about it).
  * `purged`: a reorg made the entry suspect; it is refetched like `refetch`, and counted.
- * `stale-while-revalidate`: serve it now and refresh it in the background.
+ * `stale-while-revalidate`: serve it now (as stale) and refresh it in the background.
+ * `revalidate-behind`: serve it now (as a hit: the chain has not moved) and revalidate it in the background.
  */
-export type Verdict = 'fresh' | 'stale-while-revalidate' | 'revalidate' | 'refetch' | 'purged';
+export type Verdict = 'fresh' | 'revalidate-behind' | 'stale-while-revalidate' | 'revalidate' | 'refetch' | 'purged';
 
 function purgedByReorg(entry: CacheEntry, reorgs: readonly ReorgRecord[]): boolean {
   // Records are in time order: an entry validated after the last one is untouched (the hit path).
@@ -278,6 +285,7 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   const sameTip = chain.tipHash === undefined || entry.tipHash === chain.tipHash;
   const age = now - entry.validatedAt;
   if (sameTip && age < maxAge) return 'fresh';
+  if (isRevalidatedBehind(entry, age, chain, ttl)) return 'revalidate-behind';
   // Rule (c): from an older tip, but no block since touched its principal.
   if (activity && !sameTip && isLearnedFresh(entry, age, chain, activity, ttl)) return 'fresh';
   // Rule (d): past the mempool TTL, but the mempool watcher saw no change that could alter it.
@@ -286,6 +294,20 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   // entries from an older tip are never served while they refresh.
   if (entry.cls === 'mempool' && sameTip && age < maxAge + ttl.staleWhileRevalidateMs) return 'stale-while-revalidate';
   return entry.upstreamEtag ? 'revalidate' : 'refetch';
+}
+
+/**
+ * The safety revalidation of a `tip` entry that still agrees with the chain (issue 18): a `tip`
+ * entry changes only with a block, and `tipSafetyMs` only guards against a block the tip poll
+ * missed. An entry validated at the very tip believed now (a known tip: not before the first
+ * one) is served while one revalidation runs behind it, for at most `revalidateBehindMs` past
+ * `tipSafetyMs`: an entry from an older tip, a reorg, or an entry older than that blocks as before.
+ * Reorgs and activity (rules a, b) were ruled out before this is asked.
+ */
+function isRevalidatedBehind(entry: CacheEntry, age: number, chain: ChainView, ttl: TtlSettings): boolean {
+  if (entry.cls !== 'tip' || !ttl.revalidateBehindMs) return false;
+  if (chain.tipHash === undefined || entry.tipHash !== chain.tipHash) return false;
+  return age < ttl.tipSafetyMs + ttl.revalidateBehindMs;
 }
 
 /**
@@ -352,8 +374,10 @@ export type Refresh =
 /** The decision record for one lookup: the read path acts on it and derives nothing itself (cache/decider.ts binds it). */
 export type Decision =
   | { action: 'fresh'; entry: CacheEntry }
-  /** Serve `entry` now and run `refresh` in the background. */
+  /** Serve `entry` now (as stale: it is past its TTL) and run `refresh` in the background. */
   | { action: 'serve-stale-and-refresh'; entry: CacheEntry; refresh: Refresh }
+  /** Serve `entry` now (as a hit: the chain has not moved since it was validated) and run `refresh` in the background. */
+  | { action: 'serve-and-revalidate-behind'; entry: CacheEntry; refresh: Refresh }
   | Refresh;
 
 /** The entry that may stand in when the upstream fails, if the stale-if-error rules allow it then. */
@@ -373,6 +397,8 @@ export function decide(entry: CacheEntry | undefined, now: number, chain: ChainV
       return { action: 'fresh', entry };
     case 'stale-while-revalidate':
       return { action: 'serve-stale-and-refresh', entry, refresh: refreshFor(entry) };
+    case 'revalidate-behind':
+      return { action: 'serve-and-revalidate-behind', entry, refresh: refreshFor(entry) };
     case 'purged':
       // Data a reorg may have changed is neither revalidated nor served stale.
       return { action: 'refetch', purged: true };

@@ -4,7 +4,8 @@
  * decision (decider.ts, asked once per request and by every other "may this be served now?"),
  * single-flight (in the process, and across instances through shared-flight.ts), revalidation
  * (If-None-Match; a 304 confirms the entry through spec.confirm), confirmation by another URL of
- * the same ETag scope, stale-while-revalidate and stale-if-error, and the fetch: each upstream
+ * the same ETag scope, stale-while-revalidate, the tip safety revalidation behind the answer
+ * (bounded: refreshInBackground) and stale-if-error, and the fetch: each upstream
  * answer is admitted here (spec.admit; the evidence an admission waits for is checked here),
  * and an invalid one is tried on the next upstream (upstream-exchange.ts). A spec says only what
  * to key, what to ask and how an answer becomes an entry.
@@ -24,7 +25,7 @@ import type { TieredStore } from './tiered-store.js';
 import { CacheLookups, type Found } from './lookup.js';
 import { ResourceValidations } from './resource-validations.js';
 import { askAndAdmit, type Admitted } from './upstream-exchange.js';
-import type { Telemetry } from '../telemetry/telemetry.js';
+import type { BackgroundRefreshOutcome, Telemetry } from '../telemetry/telemetry.js';
 
 export type { PassedOn } from './admit.js';
 
@@ -62,6 +63,35 @@ export interface ReadPathDeps {
    * check); absent: answers whose block is not known yet stay `tip`.
    */
   verifyCanonical?: (block: BlockRef) => Promise<void>;
+  /**
+   * Most refreshes running behind answers already given (stale-while-revalidate, the tip safety
+   * revalidation) at once; past it one is skipped and the next request tries. Absent: 16.
+   */
+  maxBackgroundRefreshes?: number;
+}
+
+/**
+ * The cap on refreshes behind answers for an upstream client that sends at most `maxConcurrent`
+ * requests at once: a quarter of them, so that a burst of entries expiring together never
+ * queues the misses clients wait for behind refreshes nobody waits for.
+ */
+export function backgroundRefreshCap(maxConcurrent: number): number {
+  return Math.max(1, Math.floor(maxConcurrent / 4));
+}
+
+const DEFAULT_BACKGROUND_REFRESHES = 16;
+
+/** What a refresh behind an answer came to, for the metric. */
+function backgroundOutcome(result: ReadResult): BackgroundRefreshOutcome {
+  switch (result.cacheStatus) {
+    case 'REVALIDATED':
+    case 'HIT': // another instance's answer, or one that landed meanwhile
+      return 'confirmed';
+    case 'MISS':
+      return 'replaced';
+    default: // a stale stand-in for a failed upstream, or an answer passed on: the entry stays as it was
+      return 'failed';
+  }
 }
 
 /** The spec's ask, with what this read adds: the ETag it revalidates, the client request's id. */
@@ -83,6 +113,8 @@ export class ReadPath {
   private readonly ownLookups: CacheLookups;
   /** ETags the upstream gave per shared scope: an expired entry another URL's answer confirms is not asked for again. */
   private readonly validations = new ResourceValidations();
+  /** Refreshes running behind answers already given, against `maxBackgroundRefreshes`. */
+  private backgroundRefreshes = 0;
 
   constructor(private readonly deps: ReadPathDeps) {
     this.lookups = new CacheLookups(deps);
@@ -140,9 +172,13 @@ export class ReadPath {
       if (confirmed) return confirmed;
     }
     if (decision.action === 'serve-stale-and-refresh') {
-      this.refreshOnce(spec, decision.refresh, context).catch(() => undefined); // the refresh's failure is the next request's concern
+      this.refreshInBackground(spec, decision.refresh, context);
       this.deps.telemetry.staleServed(spec.label, 'revalidating');
       return { cacheStatus: 'STALE', entry: decision.entry };
+    }
+    if (decision.action === 'serve-and-revalidate-behind') {
+      this.refreshInBackground(spec, decision.refresh, context);
+      return { cacheStatus: 'HIT', entry: decision.entry };
     }
     if (decision.action === 'refetch' && decision.purged) this.deps.telemetry.reorgPurged();
     return this.refreshOnce(spec, decision, context);
@@ -167,6 +203,31 @@ export class ReadPath {
   /** What the upstream said about a scope's ETag: 200, 404 and 304 answers alike. */
   private learn(spec: ReadSpec, etag: string | undefined, asked: Snapshot): void {
     if (spec.etagScope !== undefined && etag !== undefined) this.validations.record(spec.etagScope, etag, asked);
+  }
+
+  /**
+   * A refresh nobody waits for, behind an answer already given: at most one per key (a flight
+   * running for it will land; those who need its answer join it), and at most
+   * `maxBackgroundRefreshes` in all, so a burst of entries expiring together cannot fill the
+   * upstream client's queue. One skipped at the cap is the next request's to start. Its failure
+   * leaves the entry as it was (fetch writes nothing then), counted.
+   */
+  private refreshInBackground(spec: ReadSpec, refresh: Refresh, context: ReadContext): void {
+    if (this.flights.running(flightKey(spec.key, this.deps.decider.activityGeneration()))) return;
+    const telemetry = this.deps.telemetry;
+    if (this.backgroundRefreshes >= (this.deps.maxBackgroundRefreshes ?? DEFAULT_BACKGROUND_REFRESHES)) {
+      telemetry.backgroundRefreshed(spec.label, 'skipped');
+      return;
+    }
+    this.backgroundRefreshes++;
+    // An async frame: whatever the flight's start throws becomes a rejection, and the count goes down.
+    (async () => this.refreshOnce(spec, refresh, context))()
+      .then(
+        (result) => telemetry.backgroundRefreshed(spec.label, backgroundOutcome(result)),
+        () => telemetry.backgroundRefreshed(spec.label, 'failed'),
+      )
+      .finally(() => this.backgroundRefreshes--)
+      .catch(() => undefined); // a throwing telemetry must not become an unhandled rejection
   }
 
   /**

@@ -124,6 +124,11 @@ export const METRICS = {
     ['route', 'result'],
   ),
   revalidations: counter('stacks_proxy_revalidations_total', 'If-None-Match revalidations of expired entries, by result (not_modified, modified).', ['result']),
+  backgroundRefreshes: counter(
+    'stacks_proxy_background_refreshes_total',
+    'Refreshes run behind an answer already given (a mempool entry served stale, a tip entry past its safety TTL served as a hit), by route id and outcome (confirmed, replaced, failed, skipped at the cap).',
+    ['route', 'outcome'],
+  ),
   etagScopeConfirmations: counter(
     'stacks_proxy_etag_scope_confirmations_total',
     'Expired entries made fresh without asking the upstream: another URL of the same principal got their very ETag under the current tip (served as HIT; their lookup counted a miss), by route id.',

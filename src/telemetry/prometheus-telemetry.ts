@@ -12,7 +12,7 @@ import { labelChildren } from './label-children.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
 import { StatusRecord, type ClassCount, type FailureRecord, type PurgeRecord, type ReorgEvent } from './status-record.js';
-import type { LookupResult, PushKind, ServedRequest, Telemetry, Tier, TipLike, UpstreamWsChannel, WsChannel } from './telemetry.js';
+import type { BackgroundRefreshOutcome, LookupResult, PushKind, ServedRequest, Telemetry, Tier, TipLike, UpstreamWsChannel, WsChannel } from './telemetry.js';
 
 export interface TelemetryOptions {
   logger: Logger;
@@ -157,6 +157,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
       sharedWaits: labelChildren((route: string, result: string) => m.sharedFlightWaits.labels({ route, result })),
       stale: labelChildren((route: string, reason: string) => m.staleServed.labels({ route, reason })),
       revalidations: labelChildren((result: string) => m.revalidations.labels({ result })),
+      background: labelChildren((route: string, outcome: string) => m.backgroundRefreshes.labels({ route, outcome })),
       scopeConfirmed: labelChildren((route: string) => m.etagScopeConfirmations.labels({ route })),
     };
     this.rateLimitRequests = foldedCounter(m.rateLimitRequests, ['tier', 'result']);
@@ -288,6 +289,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   revalidated(result: 'not_modified' | 'modified'): void {
     this.routeCounters.revalidations(result).inc();
+  }
+
+  backgroundRefreshed(route: string, outcome: BackgroundRefreshOutcome): void {
+    this.routeCounters.background(route, outcome).inc();
   }
 
   staleServed(route: string, reason: string): void {

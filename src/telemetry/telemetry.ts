@@ -10,6 +10,12 @@
 export type Tier = 'memory' | 'redis';
 /** `stale`: an expired entry was served; `error`: the tier failed or held an unreadable entry. */
 export type LookupResult = 'hit' | 'miss' | 'stale' | 'error';
+/**
+ * What a refresh behind an answer already given came to: `confirmed` (a 304, or another
+ * instance's fresh answer), `replaced` (a new answer stored), `failed` (the entry stays as it
+ * was), `skipped` (too many running: the next request tries).
+ */
+export type BackgroundRefreshOutcome = 'confirmed' | 'replaced' | 'failed' | 'skipped';
 
 /** One answered client request, as the access log and the request metrics see it. */
 export interface ServedRequest {
@@ -50,6 +56,8 @@ export interface Telemetry {
   singleflightJoined(route: string): void;
   sharedFlightWaited(route: string, result: 'filled' | 'timeout'): void;
   revalidated(result: 'not_modified' | 'modified'): void;
+  /** A refresh behind an answer already given (stale-while-revalidate, the tip safety revalidation). */
+  backgroundRefreshed(route: string, outcome: BackgroundRefreshOutcome): void;
   /** reason: the upstream failure kind, or `revalidating` for stale-while-revalidate. */
   staleServed(route: string, reason: string): void;
   reorgPurged(): void;
@@ -149,6 +157,7 @@ class NoopTelemetry implements Telemetry {
   singleflightJoined(): void {}
   sharedFlightWaited(): void {}
   revalidated(): void {}
+  backgroundRefreshed(): void {}
   staleServed(): void {}
   reorgPurged(): void {}
   etagScopeConfirmed(): void {}

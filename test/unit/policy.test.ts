@@ -8,6 +8,7 @@ import {
   asServedNow,
   cacheControlFor,
   classify,
+  decide,
   evaluate,
   isUsableWhenFailing,
   retentionMs,
@@ -437,6 +438,44 @@ describe('evaluate', () => {
       expect(evaluate(entry('final', T0 - 5, { height: 20 }), now, chain, TTL)).toBe('fresh');
       expect(evaluate(entry('final', T0 - 20, { height: 20 }), now, chain, TTL)).toBe('purged');
     });
+  });
+});
+
+describe('the tip safety revalidation behind the answer (issue 18)', () => {
+  const T0 = 1_700_000_000_000;
+  const behind: TtlSettings = { ...TTL, revalidateBehindMs: 15_000 };
+  const tipEntry = (extra: Partial<CacheEntry> = {}): CacheEntry => entry('tip', T0, { upstreamEtag: '"0xtip"', ...extra });
+  const pastSafety = T0 + TTL.tipSafetyMs;
+
+  it('serves a tip entry validated at the believed tip past tipSafetyMs while it is revalidated, within the window', () => {
+    expect(evaluate(tipEntry(), pastSafety - 1, CHAIN, behind)).toBe('fresh');
+    expect(evaluate(tipEntry(), pastSafety, CHAIN, behind)).toBe('revalidate-behind');
+    expect(evaluate(tipEntry(), pastSafety + 14_999, CHAIN, behind)).toBe('revalidate-behind');
+    expect(evaluate(tipEntry(), pastSafety + 15_000, CHAIN, behind)).toBe('revalidate');
+    // Without an ETag, the request behind the answer is a plain one.
+    expect(evaluate(entry('tip', T0), pastSafety, CHAIN, behind)).toBe('revalidate-behind');
+    expect(decide(tipEntry(), pastSafety, CHAIN, behind)).toMatchObject({
+      action: 'serve-and-revalidate-behind',
+      refresh: { action: 'revalidate', etag: '"0xtip"' },
+    });
+    expect(decide(entry('tip', T0), pastSafety, CHAIN, behind)).toMatchObject({ action: 'serve-and-revalidate-behind', refresh: { action: 'refetch' } });
+  });
+
+  it('blocks as before for an entry from another tip, before any believed tip, after a reorg, or when off', () => {
+    expect(evaluate(tipEntry(), pastSafety, { ...CHAIN, tipHash: '0xnext', tipHeight: 51 }, behind)).toBe('revalidate');
+    expect(evaluate(tipEntry({ tipHash: undefined }), pastSafety, CHAIN, behind)).toBe('revalidate');
+    const { tipHash: _omit, ...noTip } = CHAIN;
+    expect(evaluate(tipEntry(), pastSafety, noTip, behind)).toBe('revalidate');
+    expect(evaluate(tipEntry(), pastSafety, { ...CHAIN, reorgs: [{ at: T0 + 1, forkHeight: 30 }] }, behind)).toBe('purged');
+    expect(evaluate(tipEntry(), pastSafety, CHAIN, TTL)).toBe('revalidate');
+    expect(evaluate(tipEntry(), pastSafety, CHAIN, { ...behind, revalidateBehindMs: 0 })).toBe('revalidate');
+  });
+
+  it('never applies to mempool or final entries', () => {
+    const mempool = entry('mempool', T0, { upstreamEtag: '"m"' });
+    expect(evaluate(mempool, T0 + TTL.mempoolMs, CHAIN, behind)).toBe('revalidate');
+    const lowered: ChainView = { ...CHAIN, finalStacksHeight: 11 };
+    expect(evaluate(entry('final', T0, { height: 12, upstreamEtag: '"f"' }), T0 + 1, lowered, behind)).toBe('revalidate');
   });
 });
 

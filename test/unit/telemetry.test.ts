@@ -464,7 +464,7 @@ describe('noopTelemetry', () => {
     // Reads, not events: the scrape, the admin API's lookup counts and the status page's counts.
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape', 'lookupCounts', 'statusCounts']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(48); // 24 + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
+    expect(events.length).toBe(49); // 24 + refreshes behind answers (issue 18) + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {

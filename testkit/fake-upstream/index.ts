@@ -9,7 +9,8 @@
  * answer a request gets), routes.ts (the route table), chain.ts with recorded-chain.ts and
  * bodies.ts (the chain model and its JSON), chain-replies.ts (answers computed from the chain),
  * replay.ts (answers replayed from the recordings), replies.ts and respond.ts (building and
- * writing answers), faults.ts (injected delays and failures).
+ * writing answers), faults.ts (injected delays and failures), holds.ts (answers held until the test
+ * releases them).
  *
  * Section numbers (§) refer to shared/spec/upstream-contract.md.
  */
@@ -17,6 +18,7 @@ import { FakeUpstreamServer } from './server.js';
 import type { FakeUpstream, FakeUpstreamOptions } from './types.js';
 
 export type { AttachedChannel, FailureMode, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
+export type { HeldAnswers } from './holds.js';
 
 export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const fake = new FakeUpstreamServer(opts.principalEtags, opts.rpcChannel);

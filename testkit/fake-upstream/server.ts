@@ -15,6 +15,7 @@ import { legacyBlockJson } from './bodies.js';
 import { FakeChain, type ChainEvent, type PrincipalEtags } from './chain.js';
 import { dispatch } from './dispatch.js';
 import { fail, FaultPlan, isWrongResource, matches, refuseUpgrade } from './faults.js';
+import { Hold, type HeldAnswers } from './holds.js';
 import { crashed, send } from './respond.js';
 import type { AttachedChannel, FailureMode, FakeUpstream, RecordedRequest } from './types.js';
 
@@ -36,6 +37,8 @@ export class FakeUpstreamServer implements FakeUpstream {
   private inFlight = 0;
   /** Channels attached on their own paths (testkit/live-upstream), tried before the echo. */
   private readonly channels = new Set<AttachedChannel>();
+  /** Answers held until the test releases them (hold). */
+  private readonly holds = new Set<Hold>();
   peakInFlight = 0;
   /** The upstream's JSON-RPC channel on /extended/v1/ws, when started with `rpcChannel: true`. */
   private readonly rpcChannel: FakeRpcChannel | undefined;
@@ -68,13 +71,13 @@ export class FakeUpstreamServer implements FakeUpstream {
 
   count(match?: string | RegExp | ((r: RecordedRequest) => boolean)): number {
     if (match === undefined) return this.requests.length;
-    const test =
-      typeof match === 'string'
-        ? (r: RecordedRequest) => r.path === match || r.url === match
-        : match instanceof RegExp
-          ? (r: RecordedRequest) => matches(match, r.url)
-          : match;
-    return this.requests.filter(test).length;
+    return this.requests.filter(requestTest(match)).length;
+  }
+
+  hold(match: string | RegExp | ((r: RecordedRequest) => boolean)): HeldAnswers {
+    const hold = new Hold(requestTest(match), (released) => this.holds.delete(released));
+    this.holds.add(hold);
+    return hold;
   }
 
   resetCounts(): void {
@@ -147,6 +150,8 @@ export class FakeUpstreamServer implements FakeUpstream {
     this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    for (const hold of this.holds) hold.drop();
+    this.holds.clear();
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
     this.rpcChannel?.close();
@@ -156,21 +161,27 @@ export class FakeUpstreamServer implements FakeUpstream {
 
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
-    this.record(req.method ?? 'GET', url, req.headers);
+    const recorded = this.record(req.method ?? 'GET', url, req.headers);
     this.inFlight += 1;
     this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
     res.once('close', () => (this.inFlight -= 1));
-    const failure = this.faults.take(url);
-    const channel = this.channelFor(url);
-    this.later(this.faults.delayFor(url), () => {
-      if (failure && !isWrongResource(failure)) fail(req, res, failure);
-      else if (channel?.request) channel.request(req, res);
-      else {
-        dispatch(this.chain, req, failure?.answerAs)
-          .then(({ reply, deprecated }) => send(req, res, reply, deprecated))
-          .catch((error: unknown) => crashed(res, error));
-      }
-    });
+    const answer = (): void => {
+      // Faults and the chain as they are when the answer goes (a held one: when released).
+      const failure = this.faults.take(url);
+      const channel = this.channelFor(url);
+      this.later(this.faults.delayFor(url), () => {
+        if (failure && !isWrongResource(failure)) fail(req, res, failure);
+        else if (channel?.request) channel.request(req, res);
+        else {
+          dispatch(this.chain, req, failure?.answerAs)
+            .then(({ reply, deprecated }) => send(req, res, reply, deprecated))
+            .catch((error: unknown) => crashed(res, error));
+        }
+      });
+    };
+    const hold = [...this.holds].find((h) => h.matches(recorded));
+    if (hold) hold.take(answer);
+    else answer();
   }
 
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -193,8 +204,10 @@ export class FakeUpstreamServer implements FakeUpstream {
     return undefined;
   }
 
-  private record(method: string, url: string, headers: IncomingHttpHeaders): void {
-    this.requests.push({ method, url, path: splitUrl(url).path, headers: { ...headers } });
+  private record(method: string, url: string, headers: IncomingHttpHeaders): RecordedRequest {
+    const recorded = { method, url, path: splitUrl(url).path, headers: { ...headers } };
+    this.requests.push(recorded);
+    return recorded;
   }
 
   private later(ms: number, run: () => void): void {
@@ -205,6 +218,13 @@ export class FakeUpstreamServer implements FakeUpstream {
     }, ms);
     this.timers.add(timer);
   }
+}
+
+/** What `count` and `hold` match: a string the path (no query) or the whole url, a RegExp the url. */
+function requestTest(match: string | RegExp | ((r: RecordedRequest) => boolean)): (r: RecordedRequest) => boolean {
+  if (typeof match === 'string') return (r) => r.path === match || r.url === match;
+  if (match instanceof RegExp) return (r) => matches(match, r.url);
+  return match;
 }
 
 function echo(ws: WebSocket): void {

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 
 /** The fake upstream's public interface: what tests, scripts and the bench drive it with. */
 import type { FakeRpcChannel } from '../live-upstream/ws-rpc-channel.js';
+import type { HeldAnswers } from './holds.js';
 
 export interface FakeUpstreamOptions {
   /** 0 or absent: a random free port. */
@@ -85,6 +86,11 @@ export interface FakeUpstream {
   addPendingTx(txId?: string): string;
   /** Mines a pending tx into a new block on top of the tip. */
   confirmTx(txId: string): void;
+  /**
+   * Holds back the answers to matching requests (as `count` matches them) until `release()`:
+   * they are recorded as they arrive and answered (faults and chain as they are then) on release.
+   */
+  hold(match: string | RegExp | ((r: RecordedRequest) => boolean)): HeldAnswers;
   /** Delays every answer, or those whose url matches; 0 switches delays off. */
   setDelay(ms: number, match?: RegExp): void;
   /** The next `n` requests (whose url matches) fail in the given way. */
