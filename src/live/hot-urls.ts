@@ -82,6 +82,12 @@ export function templateOf(url: string, tip: ChainTip): { url: string; templated
 
 export class HotUrls {
   private readonly counts = new Map<string, HotUrl>();
+  /**
+   * Each URL as asked, to the entry it counts on, under `seenTip`: record() runs on the hit path,
+   * so a URL asked again under the same tip costs one lookup, not a templating.
+   */
+  private readonly asked = new Map<string, HotUrl>();
+  private seenTip: ChainTip | undefined;
   private readonly capacity: number;
 
   /** `warmed`: live.warm.hotUrls (0: nothing is kept); `tip`: the tip believed now. */
@@ -106,10 +112,22 @@ export class HotUrls {
     const url = req.url;
     const tip = this.tip();
     if (url === undefined || url.length > MAX_URL_CHARS || !url.startsWith('/') || !tip) return;
+    // A URL's template depends on the tip it is read against.
+    if (tip !== this.seenTip) {
+      this.asked.clear();
+      this.seenTip = tip;
+    }
+    const asked = this.asked.get(url);
+    if (asked) {
+      asked.count += 1;
+      return;
+    }
     const { url: key, templated } = templateOf(url, tip);
-    const known = this.counts.get(key);
-    if (known) known.count += 1;
-    else if (this.counts.size < this.capacity) this.counts.set(key, { url: key, count: 1, templated });
+    let hot = this.counts.get(key);
+    if (hot) hot.count += 1;
+    else if (this.counts.size < this.capacity) this.counts.set(key, (hot = { url: key, count: 1, templated }));
+    // Only URLs that count on a kept entry: the map stays within the kept entries' askers.
+    if (hot && this.asked.size < this.capacity) this.asked.set(url, hot);
   }
 
   /**
@@ -125,6 +143,8 @@ export class HotUrls {
       hot.count = Math.floor(hot.count / 2);
       if (hot.count === 0) this.counts.delete(key);
     }
+    // Entries may have gone: URLs are looked up again from the next read on.
+    this.asked.clear();
     return hottest;
   }
 }
