@@ -13,7 +13,7 @@
  * Load: autocannon from this process, a closed loop of the run's connections, each answer's
  * X-Cache counted and its latency kept (per-response durations, to 0.01 ms). Variants alternate
  * round by round; latency and req/s are medians over rounds, answer and upstream counts sums.
- * TIP_REVALIDATE_SECONDS (default 8, `--quick` 3) sets the length of a run, BENCH_ROUNDS the
+ * TIP_REVALIDATE_SECONDS (default 6, `--quick` 3) sets the length of a run, BENCH_ROUNDS the
  * rounds; TIP_REVALIDATE_BASELINE another commit as before.
  */
 import { execFileSync } from 'node:child_process';
@@ -166,6 +166,16 @@ function summarise(variant: Variant) {
     upstreamPerMinute: perMinute(sum((m) => m.upstream.all)),
     conditionalPerMinute: perMinute(conditional),
     notModifiedPerMinute: perMinute(sum((m) => m.upstream.notModified)),
+    /** Each round's own figures, to see the spread behind the medians. */
+    rounds: variant.runs.map((m) => ({
+      requestsPerSecond: m.run.requestsPerSecond,
+      p50Ms: m.run.p50Ms,
+      p99Ms: m.run.p99Ms,
+      p999Ms: m.p999Ms,
+      cpuMicrosPerRequest: m.run.cpuMicrosPerRequest,
+      revalidated: m.answers.REVALIDATED,
+      conditional: m.upstream.conditional,
+    })),
   };
 }
 
@@ -184,7 +194,7 @@ const note = (f: Summary): string =>
   `upstream ${f.upstreamPerMinute} requests/min (${f.conditionalPerMinute} If-None-Match, ${f.notModifiedPerMinute} answered 304)`;
 
 export async function tipRevalidate({ options }: Context): Promise<Section> {
-  const seconds = Number(process.env.TIP_REVALIDATE_SECONDS ?? (options.quick ? 3 : 8));
+  const seconds = Number(process.env.TIP_REVALIDATE_SECONDS ?? (options.quick ? 3 : 6));
   // before: the parent of the change; change: the change alone (later hit-path work left out); after: this checkout.
   const before = built(process.env.TIP_REVALIDATE_BASELINE ?? `${CHANGE}^`);
   const change = built(CHANGE);
