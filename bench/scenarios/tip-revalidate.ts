@@ -111,7 +111,8 @@ async function measure(variant: Variant, connections: number, seconds: number, w
   const { result, latencies, windowLatencies, answers } = await load(variant, connections, seconds);
   const cpu = cpuSeconds(variant.proxy.pid) - cpuBefore;
   const own = process.cpuUsage(ownBefore);
-  // Counted when the load stops: a revalidation still in flight is counted by the next run's upstream.
+  // Counted when the load stops: at a run's edges a revalidation may be counted without the answers that waited for it
+  // (they came in the warm-up), and the 304 metric may take in one the warm-up started.
   const all = variant.upstream.count(isPath);
   const conditional = variant.upstream.count(isConditional);
   const notModified = sumSeries(await scrape(variant.proxy.adminUrl), 'stacks_proxy_revalidations_total', { result: 'not_modified' }) - notModifiedBefore;
