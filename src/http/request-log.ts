@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { LimitGrant } from '../limits/rate-limiter.js';
+import { joinedHeader } from './raw-header.js';
 
 // Echoed ids are bounded so a client cannot make log lines arbitrarily large.
 const MAX_REQUEST_ID_LENGTH = 128;
@@ -37,8 +38,8 @@ export function newRequestId(): string {
 
 /** The client's X-Request-Id when it sent a usable one, else a new id. */
 export function requestIdOf(req: IncomingMessage): string {
-  const incoming = req.headers['x-request-id'];
-  return typeof incoming === 'string' && incoming.length > 0 && incoming.length <= MAX_REQUEST_ID_LENGTH ? incoming : newRequestId();
+  const incoming = joinedHeader(req, 'x-request-id');
+  return incoming !== undefined && incoming.length > 0 && incoming.length <= MAX_REQUEST_ID_LENGTH ? incoming : newRequestId();
 }
 
 /**

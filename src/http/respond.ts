@@ -8,6 +8,7 @@ import type { ErrorReply } from '../errors.js';
 import type { CacheEntry } from '../cache/entry.js';
 import { cacheControlFor } from '../cache/policy.js';
 import type { CacheStatus, PassedOn, ReadResult } from '../cache/read-path.js';
+import { joinedHeader } from './raw-header.js';
 
 // The upstream allows any origin (@fastify/cors defaults); browsers must also be able to read ours.
 const CORS = [
@@ -70,7 +71,7 @@ export function matchesIfNoneMatch(header: string | undefined, etag: string): bo
 export function sendResult(req: IncomingMessage, res: ServerResponse, result: ReadResult, now: number, requestHeaders: string[] = []): number {
   if (result.cacheStatus === 'BYPASS') return sendPassedOn(res, result.passed, requestHeaders);
   const { entry, cacheStatus } = result;
-  const conditional = req.headers['if-none-match'];
+  const conditional = joinedHeader(req, 'if-none-match');
   if (conditional !== undefined && matchesIfNoneMatch(conditional, entry.etag)) {
     const headers = ['etag', entry.etag, 'cache-control', cacheControlFor(entry.cls), 'x-cache-class', entry.cls, ...CORS];
     appendAnswerHeaders(headers, entry, cacheStatus, now, requestHeaders);
