@@ -17,7 +17,12 @@ function nodeRequest(raw: string[]): IncomingMessage {
   return req;
 }
 
-const casings = (name: string) => fc.constantFrom(name, name.toUpperCase(), name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()));
+const casings = (name: string) =>
+  fc.constantFrom(
+    name,
+    name.toUpperCase(),
+    name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()),
+  );
 const headerName = fc.oneof(casings('x-request-id'), casings('if-none-match'), fc.constantFrom('Host', 'Accept', 'X-Request', 'if-none-matc', 'ETag'));
 const headerValue = fc.string({ maxLength: 20 }).map((s) => s.replace(/[\r\n]/g, ' '));
 
