@@ -16,6 +16,10 @@ export interface TestRedis {
   kill(): Promise<void>;
   /** Starts it again on the same port, empty. */
   restart(): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open and nothing answers, a hung Redis. */
+  pause(): void;
+  /** Lets a paused server go on (SIGCONT): it answers what it was sent meanwhile. */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -48,7 +52,14 @@ export async function startRedis(): Promise<TestRedis> {
       child = launch(port);
       await listening(port);
     },
+    pause: () => {
+      child.kill('SIGSTOP');
+    },
+    resume: () => {
+      child.kill('SIGCONT');
+    },
     stop: async () => {
+      child.kill('SIGCONT'); // a paused server would not act on SIGTERM
       child.kill('SIGTERM');
       await exited(child);
     },

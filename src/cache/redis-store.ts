@@ -20,6 +20,12 @@ export interface RedisClientOptions {
    * instead of a write and a read per command. Off for a subscriber (it sends nothing per request).
    */
   autoPipelining: boolean;
+  /**
+   * Who keeps `commandTimeoutMs`: `ioredis` (its option: a timer set and cleared per command) or
+   * `caller`, who sweeps the client's queue itself (CommandDeadlines; standalone and Sentinel
+   * clients only, a Cluster always uses ioredis's). Default `ioredis`.
+   */
+  deadlines?: 'ioredis' | 'caller';
 }
 
 export interface RedisStoreOptions extends RedisClientOptions {
@@ -32,7 +38,7 @@ type Client = Redis | Cluster;
  * `redis://` / `rediss://` (standalone), `redis+sentinel://h1:p1,h2:p2/<master-name>`,
  * `redis+cluster://h1:p1,h2:p2`. Credentials in the URL apply to every node.
  */
-export function createRedisClient({ url, commandTimeoutMs, autoPipelining }: RedisClientOptions): Client {
+export function createRedisClient({ url, commandTimeoutMs, autoPipelining, deadlines = 'ioredis' }: RedisClientOptions): Client {
   const common: RedisOptions = {
     enableAutoPipelining: autoPipelining,
     commandTimeout: commandTimeoutMs,
@@ -46,8 +52,10 @@ export function createRedisClient({ url, commandTimeoutMs, autoPipelining }: Red
   const parsed = parseRedisUrl(url);
   if (!parsed) throw new Error('invalid Redis URL');
   const auth = { username: parsed.username, password: parsed.password };
+  // Only the Redis class sends every command through its own queue, where the caller's sweep finds it.
+  const own = deadlines === 'caller' ? { ...common, commandTimeout: undefined } : common;
   if (parsed.mode === 'sentinel') {
-    return new Redis({ ...common, ...auth, sentinels: parsed.hosts, name: parsed.path || 'mymaster' });
+    return new Redis({ ...own, ...auth, sentinels: parsed.hosts, name: parsed.path || 'mymaster' });
   }
   if (parsed.mode === 'cluster') {
     // A Cluster pipelines per node itself (its own option): the nodes' connections must not as well.
@@ -57,7 +65,58 @@ export function createRedisClient({ url, commandTimeoutMs, autoPipelining }: Red
       enableAutoPipelining: autoPipelining,
     });
   }
-  return new Redis(url, common);
+  return new Redis(url, own);
+}
+
+/** How many sweeps a command timeout is cut into: a command times out within its last tenth. */
+const SWEEPS_PER_TIMEOUT = 10;
+const SEEN_AT = Symbol('first seen by a deadline sweep');
+type Swept = { isSettled?: boolean; reject(error: Error): void; [SEEN_AT]?: number };
+
+/**
+ * The command timeout of a standalone or Sentinel client, kept by one timer for all commands
+ * instead of ioredis's `commandTimeout`, which sets a timer per command and clears it with a
+ * `delete` that turns every Command into a slow dictionary object: on a Redis-tier hit that
+ * was a timer, its closure and the dictionary per GET, most of the hit's ioredis cost and
+ * garbage (issue 18 profile). Every tenth of the timeout, the sweep walks the commands that
+ * await a reply (ioredis's command queue: sent, in order) and notes when it first saw each;
+ * one seen a timeout less a tenth ago fails exactly as ioredis's timer fails it ("Command timed
+ * out"). A command is sent before the sweep that first sees it, and each is failed once the
+ * sweeps have seen it for nine tenths of the timeout, by the next sweep: between 0.9 and 1 times
+ * the timeout after it was sent (later only when the event loop itself is late, as ioredis's
+ * timers would be). Its late reply then settles nothing, as with ioredis's own timeout.
+ */
+export class CommandDeadlines {
+  private readonly timer: NodeJS.Timeout;
+  private readonly overdueAfterMs: number;
+
+  constructor(
+    private readonly client: Redis,
+    timeoutMs: number,
+  ) {
+    const periodMs = timeoutMs / SWEEPS_PER_TIMEOUT;
+    this.overdueAfterMs = timeoutMs - periodMs;
+    this.timer = setInterval(() => this.sweep(), Math.max(1, periodMs)).unref();
+  }
+
+  /** Fails the commands past their deadline; the timer calls it. */
+  sweep(): void {
+    const queue = this.client.commandQueue;
+    const length = queue.length;
+    if (length === 0) return;
+    const now = performance.now();
+    for (let i = 0; i < length; i++) {
+      const command = queue.peekAt(i)?.command as Swept | undefined;
+      if (!command || command.isSettled) continue;
+      const seen = command[SEEN_AT];
+      if (seen === undefined) command[SEEN_AT] = now;
+      else if (now - seen >= this.overdueAfterMs) command.reject(new Error('Command timed out'));
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
 }
 
 /** One entry of a Redis stream: its id and its fields as [name, value, name, value, ...]. */
@@ -130,10 +189,13 @@ export class RedisStore implements CacheStore, SharedLock {
 
   private readonly telemetry: Telemetry;
   private readonly decoded = new DecodedEntries();
+  /** The command timeout, kept by one sweep (standalone and Sentinel); a Cluster keeps it per command itself. */
+  private readonly deadlines: CommandDeadlines | undefined;
 
   constructor(private readonly options: RedisStoreOptions) {
     this.telemetry = options.telemetry ?? noopTelemetry;
-    this.client = createRedisClient(options);
+    this.client = createRedisClient({ ...options, deadlines: 'caller' });
+    this.deadlines = this.client instanceof Redis ? new CommandDeadlines(this.client, options.commandTimeoutMs) : undefined;
     this.client.on('ready', () => this.telemetry.redisStatusChanged(true));
     this.client.on('end', () => this.telemetry.redisStatusChanged(false));
     this.client.on('close', () => this.telemetry.redisStatusChanged(false));
@@ -254,9 +316,11 @@ export class RedisStore implements CacheStore, SharedLock {
 
   async close(): Promise<void> {
     try {
-      await this.client.quit();
+      await this.client.quit(); // swept as well: a hung Redis fails it within the timeout
     } catch {
       this.client.disconnect();
+    } finally {
+      this.deadlines?.stop();
     }
   }
 
