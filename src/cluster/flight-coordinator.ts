@@ -83,6 +83,11 @@ export class FlightCoordinator {
     }
   }
 
+  /** Waiters on `key` now. */
+  waiters(key: string): number {
+    return this.flights.get(key)?.waiters.length ?? 0;
+  }
+
   /** Keys led now. */
   get size(): number {
     return this.flights.size;

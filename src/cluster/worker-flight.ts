@@ -119,7 +119,11 @@ export class WorkerFlight implements CrossProcessFlight {
     });
   }
 
-  /** Fetches; then releases the key, with the entry's bytes when a waiter wants them, whatever the fetch came to. */
+  /**
+   * Fetches; then releases the key, with the entry's bytes when a waiter wants them, whatever the
+   * fetch came to. A waiter whose `wanted` crosses this `done` on the channel (the last IPC hop of
+   * the fetch) is released and fetches itself, as one asking just after the flight ended would.
+   */
   private async lead<T>(id: number, key: string, route: string, fetch: (mustLand: boolean) => Promise<T>, entryOf: (value: T) => CacheEntry | undefined) {
     const lead = this.leading.get(id) ?? { wanted: false };
     this.telemetry.primaryFlight(route, 'led');
