@@ -207,7 +207,7 @@ describe('worker mode without Redis: single-flight through the primary', () => {
     // One worker leads; the two others wait at the primary (each worker's own requests join its one ask).
     await expect.poll(() => askedBy(proxy, key, 'lead').size).toBe(1);
     await expect.poll(() => askedBy(proxy, key, 'wait').size).toBe(2);
-    expect(held.waiting).toBe(1);
+    await expect.poll(() => held.waiting).toBe(1);
     held.release();
     const got = await answers;
     expect(got.map((a) => a.status)).toEqual(Array(30).fill(200));
