@@ -68,11 +68,17 @@ export class FlightCoordinator {
     return 'wait';
   }
 
-  /** The leader is done; a `done` from anyone else (a leader whose hold ran out) is ignored. */
-  done(worker: number, { id, key, bytes }: FlightDone): void {
+  /**
+   * The leader is done: how many waiters got its entry (`filled`) or were released; undefined for
+   * a `done` from anyone else (a leader whose hold ran out), which is ignored.
+   */
+  done(worker: number, { id, key, bytes }: FlightDone): { filled: number; released: number } | undefined {
     const flight = this.flights.get(key);
-    if (!flight || flight.leader.worker !== worker || flight.leader.id !== id) return;
-    this.end(key, bytes !== undefined && bytes.length <= this.limits.maxEntryBytes ? bytes : undefined);
+    if (!flight || flight.leader.worker !== worker || flight.leader.id !== id) return undefined;
+    const relayed = bytes !== undefined && bytes.length <= this.limits.maxEntryBytes ? bytes : undefined;
+    this.end(key, relayed);
+    const waiters = flight.waiters.length;
+    return relayed ? { filled: waiters, released: 0 } : { filled: 0, released: waiters };
   }
 
   /** A worker exited: the keys it led are released, its waits dropped (nobody is left to answer). */

@@ -21,6 +21,7 @@ import {
   isWorkerReady,
   type FlightAnswer,
   type FlightAsk,
+  type FlightDone,
   type MetricsAnswer,
   type WorkerReady,
 } from './messages.js';
@@ -89,7 +90,7 @@ class Primary {
           if (!this.started && this.ready.size === count) resolve();
         } else if (isMetricsAnswer(message)) this.metricsArrived(message);
         else if (isFlightAsk(message)) this.flightAsked(worker, message);
-        else if (isFlightDone(message)) this.flights.done(worker.id, message);
+        else if (isFlightDone(message)) this.flightDone(worker, message);
       });
       cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
         this.ready.delete(worker.id);
@@ -140,6 +141,11 @@ class Primary {
     const outcome = this.flights.ask(worker.id, ask);
     // Debug only: which worker leads a key, and who waits for it (one line per worker and key).
     this.logger.debug({ key: ask.key, worker: worker.id, pid: worker.process.pid, outcome, keysHeld: this.flights.size }, 'single-flight asked');
+  }
+
+  private flightDone(worker: Worker, done: FlightDone): void {
+    const waiters = this.flights.done(worker.id, done);
+    if (waiters) this.logger.debug({ key: done.key, worker: worker.id, pid: worker.process.pid, bytes: done.bytes?.length, ...waiters }, 'single-flight done');
   }
 
   private sendFlightAnswer(id: number, answer: FlightAnswer): void {

@@ -15,19 +15,15 @@ import { WorkerFlight } from './worker-flight.js';
 export async function startWorker(config: Config, logger: Logger): Promise<ProxyServer> {
   const privateAdmin: Config = { ...config, admin: { ...config.admin, host: '127.0.0.1', port: 0 } };
   let flight: WorkerFlight | undefined;
-  const proxy = await startProxy(privateAdmin, {
-    logger,
-    crossProcessFlight: (telemetry) => {
-      const settings = { waitMs: config.cache.sharedSingleFlight.waitMs, maxEntryBytes: config.cache.memory.maxEntryBytes };
-      flight = new WorkerFlight(settings, send, telemetry);
-      return flight;
-    },
-  });
+  let proxy: ProxyServer | undefined;
+  // Listening before the proxy starts: its first reads (the warm-up of the first tip) ask the
+  // primary while startProxy runs, and an answer nobody listens for is lost.
   process.on('message', (message: unknown) => {
     if (!isMetricsRequest(message)) {
       flight?.received(message);
       return;
     }
+    if (!proxy) return; // a scrape before this worker is ready: it is missing from that scrape
     void proxy.telemetry.registry.getMetricsAsJSON().then(
       (metrics) => send({ type: 'scp:metrics', id: message.id, metrics }),
       // A scrape that fails here is one worker missing from that scrape, not a dead worker.
@@ -35,6 +31,14 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
     );
   });
   process.on('disconnect', () => flight?.disconnected());
+  proxy = await startProxy(privateAdmin, {
+    logger,
+    crossProcessFlight: (telemetry) => {
+      const settings = { waitMs: config.cache.sharedSingleFlight.waitMs, maxEntryBytes: config.cache.memory.maxEntryBytes };
+      flight = new WorkerFlight(settings, send, telemetry);
+      return flight;
+    },
+  });
   send({ type: 'scp:ready', boundUrl: proxy.boundUrl, url: proxy.url, adminUrl: proxy.adminUrl });
   return proxy;
 }
