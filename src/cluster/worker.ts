@@ -15,7 +15,8 @@ import { WorkerFlight } from './worker-flight.js';
 export async function startWorker(config: Config, logger: Logger): Promise<ProxyServer> {
   const privateAdmin: Config = { ...config, admin: { ...config.admin, host: '127.0.0.1', port: 0 } };
   let flight: WorkerFlight | undefined;
-  let proxy: ProxyServer | undefined;
+  /** Set once the proxy has started: the listener below is on before it. */
+  const started: { proxy?: ProxyServer } = {};
   // Listening before the proxy starts: its first reads (the warm-up of the first tip) ask the
   // primary while startProxy runs, and an answer nobody listens for is lost.
   process.on('message', (message: unknown) => {
@@ -23,6 +24,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
       flight?.received(message);
       return;
     }
+    const proxy = started.proxy;
     if (!proxy) return; // a scrape before this worker is ready: it is missing from that scrape
     void proxy.telemetry.registry.getMetricsAsJSON().then(
       (metrics) => send({ type: 'scp:metrics', id: message.id, metrics }),
@@ -31,7 +33,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
     );
   });
   process.on('disconnect', () => flight?.disconnected());
-  proxy = await startProxy(privateAdmin, {
+  const proxy = await startProxy(privateAdmin, {
     logger,
     crossProcessFlight: (telemetry) => {
       const settings = { waitMs: config.cache.sharedSingleFlight.waitMs, maxEntryBytes: config.cache.memory.maxEntryBytes };
@@ -39,6 +41,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
       return flight;
     },
   });
+  started.proxy = proxy;
   send({ type: 'scp:ready', boundUrl: proxy.boundUrl, url: proxy.url, adminUrl: proxy.adminUrl });
   return proxy;
 }
