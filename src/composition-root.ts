@@ -15,7 +15,7 @@ import { retentionMs, type TtlSettings } from './cache/policy.js';
 import { Decider } from './cache/decider.js';
 import { backgroundRefreshCap, ReadPath } from './cache/read-path.js';
 import { routeReadSpecs, type RouteReadSpecs } from './cache/route-read-spec.js';
-import { SharedFlight } from './cache/shared-flight.js';
+import { SharedFlight, type CrossProcessFlight } from './cache/shared-flight.js';
 import { TxListReader } from './cache/tx-list.js';
 import { ChainTipTracker } from './chain/tracker.js';
 import type { BlockRef, ChainView } from './chain/view.js';
@@ -147,6 +147,11 @@ export interface StartOptions {
   now?: Clock;
   /** Skip prom-client's process metrics (tests run many proxies in one process). */
   defaultMetrics?: boolean;
+  /**
+   * Single-flight across processes when there is no Redis to hold it: a worker of worker mode
+   * passes the one through its primary (cluster/worker-flight.ts). With Redis, Redis's is used.
+   */
+  crossProcessFlight?: (telemetry: Telemetry) => CrossProcessFlight;
 }
 
 function createStores(config: Config, telemetry: Telemetry, ttl: TtlSettings, clock: Clock) {
@@ -510,15 +515,16 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
   if (activity?.watcher) stops.add('pollers', () => activity.watcher?.stop());
   if (activity?.channel) stops.add('channels', () => activity.channel?.close());
   const chain = () => tracker.view();
-  const sharedFlight =
-    redis && config.cache.sharedSingleFlight.enabled
+  const sharedFlight = !config.cache.sharedSingleFlight.enabled
+    ? undefined
+    : redis
       ? new SharedFlight(
           { lock: redis, lockTtlMs: config.cache.sharedSingleFlight.lockTtlMs, waitMs: config.cache.sharedSingleFlight.waitMs },
           redis,
           now,
           telemetry,
         )
-      : undefined;
+      : options.crossProcessFlight?.(telemetry);
   // THE decision, one for every reader: what may be served now (decider.ts).
   const decider = new Decider({
     clock: now,

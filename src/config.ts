@@ -75,7 +75,7 @@ export const ConfigSchema = z
           .min(0)
           .max(256)
           .describe(
-            'Processes serving the public port ([Worker mode](deployment.md#worker-mode)): `1` one process (no cluster), `0` one per core, `N` that many; more than one needs `redis.url` and `cache.sharedSingleFlight.enabled`',
+            "Processes serving the public port ([Worker mode](deployment.md#worker-mode)): `1` one process (no cluster), `0` one per core, `N` that many; more than one needs `cache.sharedSingleFlight.enabled`, and without `redis.url` the workers' single-flight goes through the primary",
           ),
       })
       .strict()
@@ -225,9 +225,15 @@ export const ConfigSchema = z
         staleIfErrorMaxBlocks: nonNegativeInt.describe('A `tip` entry validated more blocks below the current tip than this is never served stale'),
         sharedSingleFlight: z
           .object({
-            enabled: z.boolean().describe('With Redis: one instance fetches a miss, the others wait for its answer'),
-            lockTtlMs: positiveInt.describe('Lifetime of that Redis lock: a crashed holder delays the others at most this long'),
-            waitMs: positiveInt.describe('Longest an instance waits for another one before fetching itself'),
+            enabled: z
+              .boolean()
+              .describe(
+                'One instance (with Redis) or worker ([worker mode](deployment.md#worker-mode), through Redis or else the primary) fetches a miss, the others wait for its answer',
+              ),
+            lockTtlMs: positiveInt.describe(
+              "Lifetime of that lock (in Redis, or held by the primary in worker mode without Redis): a holder that hangs or crashes delays the others at most this long (the primary releases a dead worker's at once)",
+            ),
+            waitMs: positiveInt.describe('Longest an instance or worker waits for another one before fetching itself'),
           })
           .strict(),
         purge: z

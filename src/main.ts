@@ -78,7 +78,8 @@ async function main(): Promise<void> {
   if (workers > 1) {
     // Each worker gets the heap flags this process has, or would have had (without execve).
     const flags = heapFlagsToAdd(heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB), nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
-    cluster.setupPrimary({ execArgv: [...process.execArgv, ...flags] });
+    // 'advanced' (structured clone): single-flight through the primary relays entry bytes as binary, not as JSON arrays.
+    cluster.setupPrimary({ execArgv: [...process.execArgv, ...flags], serialization: 'advanced' });
     const started = await startPrimary(config, logger, workers);
     logger.info({ url: started.boundUrl, adminUrl: started.adminBoundUrl, cache, workers }, 'listening');
     return;

@@ -19,7 +19,7 @@ import type { Decider } from './decider.js';
 import type { CacheEntry } from './entry.js';
 import { fallbackOf, type Decision, type Refresh } from './policy.js';
 import type { ReadSpec } from './read-spec.js';
-import type { SharedFlight } from './shared-flight.js';
+import type { CrossProcessFlight } from './shared-flight.js';
 import { SingleFlight } from './single-flight.js';
 import type { TieredStore } from './tiered-store.js';
 import { CacheLookups, type Found } from './lookup.js';
@@ -55,8 +55,8 @@ export interface ReadPathDeps {
   decider: Decider;
   chain: () => ChainView;
   clock: Clock;
-  /** Cross-instance single-flight (Redis); absent: per process only. */
-  sharedFlight?: SharedFlight;
+  /** Single-flight across instances (Redis) or worker processes (the primary); absent: per process only. */
+  sharedFlight?: CrossProcessFlight;
   telemetry: Telemetry;
   /**
    * Checks that a block is the canonical one at its height (the tracker's bounded, single-flight
@@ -105,6 +105,10 @@ function askFor(spec: ReadSpec, refresh: Refresh, context: ReadContext): Upstrea
 
 /** A flight's key: the entry's key and the activity generation it was asked in. */
 const flightKey = (key: string, generation: number): string => (generation === 0 ? key : `${key}\u0000${generation}`);
+
+/** The entry a fetch stored (a new answer, or one a 304 confirmed); not a stale stand-in, not an answer passed on. */
+const storedEntry = (result: ReadResult): CacheEntry | undefined =>
+  result.cacheStatus === 'MISS' || result.cacheStatus === 'REVALIDATED' ? result.entry : undefined;
 
 export class ReadPath {
   private readonly flights = new SingleFlight<ReadResult>();
@@ -270,6 +274,7 @@ export class ReadPath {
       spec.label,
       (mustLand) => this.fetch(spec, refresh, mustLand, context),
       (entry) => this.deps.decider.isFresh(entry),
+      storedEntry,
     );
     if (outcome.kind === 'fetched') return outcome.value;
     void this.deps.store.set(spec.key, outcome.entry, { memoryOnly: true });

@@ -1,4 +1,8 @@
 /**
+ * Single-flight across processes: what the read path asks of it (CrossProcessFlight), and its
+ * Redis implementation. Worker mode without Redis has the other one, through the primary
+ * (cluster/worker-flight.ts).
+ *
  * Single-flight across instances, through a lock in the shared tier (Redis): the holder
  * fetches and writes its answer to the shared tier BEFORE it releases the lock; the others
  * poll the shared tier until that answer lands, the lock goes away, or `waitMs` passes, and
@@ -20,7 +24,28 @@ const SHARED_POLL_MS = 15;
 
 export type SharedFlightOutcome<T> = { kind: 'fetched'; value: T } | { kind: 'filled'; entry: CacheEntry };
 
-export class SharedFlight {
+/**
+ * One fetch of a key across processes: the first asker fetches, the others wait (at most `waitMs`)
+ * and get its entry, or fetch themselves when none comes.
+ */
+export interface CrossProcessFlight {
+  /**
+   * `fetch(mustLand)`: the holder passes true when its fetch must not resolve before its entry is
+   * in the shared tier. `accept(entry)`: whether a peer's entry answers this request (fresh).
+   * `entryOf(value)`: the entry a fetch stored, which a flight that hands it on to its waiters
+   * itself needs (undefined: nothing stored, the waiters fetch themselves).
+   */
+  run<T>(
+    key: string,
+    route: string,
+    fetch: (mustLand: boolean) => Promise<T>,
+    accept: (entry: CacheEntry) => boolean,
+    entryOf: (value: T) => CacheEntry | undefined,
+  ): Promise<SharedFlightOutcome<T>>;
+}
+
+/** Through Redis: the holder's entry lands in the shared tier, where the waiters read it (`entryOf` is not needed). */
+export class SharedFlight implements CrossProcessFlight {
   constructor(
     private readonly settings: SharedFlightSettings,
     private readonly sharedTier: CacheStore,
@@ -28,10 +53,6 @@ export class SharedFlight {
     private readonly telemetry: Telemetry = noopTelemetry,
   ) {}
 
-  /**
-   * `fetch(mustLand)`: the holder passes true, and its fetch must not resolve before its entry is
-   * in the shared tier. `accept(entry)`: whether a peer's entry answers this request (fresh).
-   */
   async run<T>(key: string, route: string, fetch: (mustLand: boolean) => Promise<T>, accept: (entry: CacheEntry) => boolean): Promise<SharedFlightOutcome<T>> {
     const lockKey = `${key}:lock`;
     const release = await this.settings.lock.acquire(lockKey, this.settings.lockTtlMs);

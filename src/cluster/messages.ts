@@ -38,3 +38,60 @@ export function isMetricsRequest(message: unknown): message is MetricsRequest {
 export function isMetricsAnswer(message: unknown): message is MetricsAnswer {
   return isObject(message) && message.type === 'scp:metrics' && typeof message.id === 'number' && Array.isArray(message.metrics);
 }
+
+/*
+ * Single-flight through the primary (worker mode without Redis: worker-flight.ts, flight-coordinator.ts).
+ * A worker about to fetch `key` asks; the first asker is answered `lead` at once, the others when
+ * the leader is done: `filled` with its entry's encoded bytes (entry.ts, as the Redis tier stores
+ * them), or `released` (the leader failed, died or held the key too long: fetch yourself);
+ * `refused` when the primary holds as many keys or waiters as it may.
+ */
+
+/** Keys longer than this are not coordinated (a cache key is a route and a URL: far shorter). */
+export const MAX_FLIGHT_KEY_CHARS = 8_192;
+
+/** A worker asks to fetch `key` (answered with `scp:flight`, same `id`). */
+export interface FlightAsk {
+  type: 'scp:flight?';
+  id: number;
+  key: string;
+}
+
+/**
+ * `wanted`: sent to a leader when its first waiter joins, so that only a flight somebody waits for
+ * ships its entry through the primary (a flood of distinct misses sends no bodies over IPC).
+ */
+export type FlightAnswer =
+  | { type: 'scp:flight'; id: number; result: 'lead' | 'wanted' | 'released' | 'refused' }
+  | { type: 'scp:flight'; id: number; result: 'filled'; bytes: Uint8Array };
+
+/** The leader of `id` is done: `bytes`, the entry it stored, encoded; absent when it stored none. */
+export interface FlightDone {
+  type: 'scp:flight!';
+  id: number;
+  key: string;
+  bytes?: Uint8Array;
+}
+
+const isId = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+const isKey = (value: unknown): value is string => typeof value === 'string' && value.length > 0 && value.length <= MAX_FLIGHT_KEY_CHARS;
+
+export function isFlightAsk(message: unknown): message is FlightAsk {
+  return isObject(message) && message.type === 'scp:flight?' && isId(message.id) && isKey(message.key);
+}
+
+export function isFlightDone(message: unknown): message is FlightDone {
+  return (
+    isObject(message) &&
+    message.type === 'scp:flight!' &&
+    isId(message.id) &&
+    isKey(message.key) &&
+    (message.bytes === undefined || message.bytes instanceof Uint8Array)
+  );
+}
+
+export function isFlightAnswer(message: unknown): message is FlightAnswer {
+  if (!isObject(message) || message.type !== 'scp:flight' || !isId(message.id)) return false;
+  if (message.result === 'filled') return message.bytes instanceof Uint8Array;
+  return message.result === 'lead' || message.result === 'wanted' || message.result === 'released' || message.result === 'refused';
+}

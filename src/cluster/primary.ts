@@ -3,7 +3,8 @@
  * workers (worker.ts), which share the public port through node:cluster; it serves the admin
  * port, answering /metrics with every worker's metrics combined (metrics-aggregation.ts) and
  * forwarding anything else (/health, /ready, the status page, the admin API) to one worker's
- * private admin listener; it replaces a worker that dies (within a restart budget); and on
+ * private admin listener; without Redis it coordinates single-flight across the workers
+ * (flight-coordinator.ts); it replaces a worker that dies (within a restart budget); and on
  * SIGTERM/SIGINT it has every worker drain (each within server.shutdownGraceMs) before it exits.
  */
 import cluster, { type Worker } from 'node:cluster';
@@ -13,7 +14,18 @@ import type { Logger } from '../logger.js';
 import { systemClock } from '../clock.js';
 import { startHttpServer, type RunningServer } from '../http/server-lifecycle.js';
 import { ADMIN_LISTENER, listenError } from '../http/standalone-listeners.js';
-import { isMetricsAnswer, isWorkerReady, type MetricsAnswer, type WorkerReady } from './messages.js';
+import {
+  isFlightAsk,
+  isFlightDone,
+  isMetricsAnswer,
+  isWorkerReady,
+  type FlightAnswer,
+  type FlightAsk,
+  type FlightDone,
+  type MetricsAnswer,
+  type WorkerReady,
+} from './messages.js';
+import { FlightCoordinator } from './flight-coordinator.js';
 import { aggregateWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { RestartBudget } from './restart-budget.js';
 
@@ -24,6 +36,13 @@ const RESTART_WINDOW_MS = 60_000;
 const METRICS_WAIT_MS = 5_000;
 /** Past every worker's own grace, how long the primary waits before it kills what still runs. */
 const STOP_MARGIN_MS = 5_000;
+/**
+ * Single-flight through the primary: keys led at once, and waiters on one key. A worker asks once
+ * per key (its own single-flight joins the rest), so waiters per key stay below the worker count
+ * (at most 256) but for the rare ask of a newer activity generation.
+ */
+const MAX_FLIGHT_KEYS = 10_000;
+const MAX_FLIGHT_WAITERS = 1_024;
 
 export interface ClusterStarted {
   boundUrl: string;
@@ -47,11 +66,20 @@ class Primary {
   private nextMetricsId = 0;
   private readonly metricsWaits = new Map<number, { answers: MetricsAnswer['metrics'][]; expected: number; done: () => void }>();
   private onAllExited: (() => void) | undefined;
+  private readonly flights: FlightCoordinator;
 
   constructor(
     private readonly config: Config,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    const limits = {
+      maxKeys: MAX_FLIGHT_KEYS,
+      maxWaitersPerKey: MAX_FLIGHT_WAITERS,
+      maxEntryBytes: config.cache.memory.maxEntryBytes,
+      holdMs: config.cache.sharedSingleFlight.lockTtlMs,
+    };
+    this.flights = new FlightCoordinator(limits, (id, answer) => this.sendFlightAnswer(id, answer));
+  }
 
   async start(count: number): Promise<ClusterStarted> {
     const allReady = new Promise<void>((resolve, reject) => {
@@ -61,10 +89,13 @@ class Primary {
           this.logger.info({ worker: worker.id, pid: worker.process.pid }, 'worker ready');
           if (!this.started && this.ready.size === count) resolve();
         } else if (isMetricsAnswer(message)) this.metricsArrived(message);
+        else if (isFlightAsk(message)) this.flightAsked(worker, message);
+        else if (isFlightDone(message)) this.flightDone(worker, message);
       });
       cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
         this.ready.delete(worker.id);
         this.live.delete(worker);
+        this.flights.workerGone(worker.id);
         if (!this.started && !this.stopping) {
           // A worker that cannot start (a port taken, Redis refusing) will not start on a second try either.
           reject(new Error(`worker ${worker.id} exited during start-up (code ${code}, signal ${signal}); its log says why`));
@@ -104,6 +135,23 @@ class Primary {
     }
     const replacement = this.fork();
     this.logger.warn({ worker: worker.id, pid: worker.process.pid, code, signal, replacement: replacement.id }, 'worker died: starting another');
+  }
+
+  private flightAsked(worker: Worker, ask: FlightAsk): void {
+    const outcome = this.flights.ask(worker.id, ask);
+    // Debug only: which worker leads a key, and who waits for it (one line per worker and key).
+    this.logger.debug({ key: ask.key, worker: worker.id, pid: worker.process.pid, outcome, keysHeld: this.flights.size }, 'single-flight asked');
+  }
+
+  private flightDone(worker: Worker, done: FlightDone): void {
+    const waiters = this.flights.done(worker.id, done);
+    if (waiters) this.logger.debug({ key: done.key, worker: worker.id, pid: worker.process.pid, bytes: done.bytes?.length, ...waiters }, 'single-flight done');
+  }
+
+  private sendFlightAnswer(id: number, answer: FlightAnswer): void {
+    const worker = cluster.workers?.[id];
+    // A worker that exited has nobody left to answer; its flights are released on its exit.
+    if (worker?.isConnected()) worker.send(answer);
   }
 
   private fork(): Worker {

@@ -123,6 +123,11 @@ export const METRICS = {
     'Misses that waited for another instance holding the Redis lock, by result (filled, timeout).',
     ['route', 'result'],
   ),
+  primaryFlights: counter(
+    'stacks_proxy_primary_singleflight_total',
+    'Worker mode without Redis: misses coordinated through the primary, by route id and outcome (led, filled, released, timeout, refused).',
+    ['route', 'outcome'],
+  ),
   revalidations: counter('stacks_proxy_revalidations_total', 'If-None-Match revalidations of expired entries, by result (not_modified, modified).', ['result']),
   backgroundRefreshes: counter(
     'stacks_proxy_background_refreshes_total',

@@ -12,7 +12,18 @@ import { labelChildren } from './label-children.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
 import { StatusRecord, type ClassCount, type FailureRecord, type PurgeRecord, type ReorgEvent } from './status-record.js';
-import type { BackgroundRefreshOutcome, LookupResult, PushKind, ServedRequest, Telemetry, Tier, TipLike, UpstreamWsChannel, WsChannel } from './telemetry.js';
+import type {
+  BackgroundRefreshOutcome,
+  LookupResult,
+  PrimaryFlightOutcome,
+  PushKind,
+  ServedRequest,
+  Telemetry,
+  Tier,
+  TipLike,
+  UpstreamWsChannel,
+  WsChannel,
+} from './telemetry.js';
 
 export interface TelemetryOptions {
   logger: Logger;
@@ -155,6 +166,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
       overload: labelChildren((route: string) => m.overloadRejections.labels({ route })),
       joined: labelChildren((route: string) => m.singleflightJoined.labels({ route })),
       sharedWaits: labelChildren((route: string, result: string) => m.sharedFlightWaits.labels({ route, result })),
+      primaryFlights: labelChildren((route: string, outcome: string) => m.primaryFlights.labels({ route, outcome })),
       stale: labelChildren((route: string, reason: string) => m.staleServed.labels({ route, reason })),
       revalidations: labelChildren((result: string) => m.revalidations.labels({ result })),
       background: labelChildren((route: string, outcome: string) => m.backgroundRefreshes.labels({ route, outcome })),
@@ -285,6 +297,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   sharedFlightWaited(route: string, result: 'filled' | 'timeout'): void {
     this.routeCounters.sharedWaits(route, result).inc();
+  }
+
+  primaryFlight(route: string, outcome: PrimaryFlightOutcome): void {
+    this.routeCounters.primaryFlights(route, outcome).inc();
   }
 
   revalidated(result: 'not_modified' | 'modified'): void {

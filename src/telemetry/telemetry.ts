@@ -17,6 +17,14 @@ export type LookupResult = 'hit' | 'miss' | 'stale' | 'error';
  */
 export type BackgroundRefreshOutcome = 'confirmed' | 'replaced' | 'failed' | 'skipped';
 
+/**
+ * What a worker's miss came to in single-flight through the primary (worker mode without Redis):
+ * `led` (it fetched), `filled` (another worker's entry), `released` (the leader stored nothing:
+ * it failed, died or held the key too long; fetched), `timeout` (waited waitMs; fetched),
+ * `refused` (the primary held as much as it may, or could not be reached; fetched).
+ */
+export type PrimaryFlightOutcome = 'led' | 'filled' | 'released' | 'timeout' | 'refused';
+
 /** One answered client request, as the access log and the request metrics see it. */
 export interface ServedRequest {
   requestId: string;
@@ -55,6 +63,7 @@ export interface Telemetry {
 
   singleflightJoined(route: string): void;
   sharedFlightWaited(route: string, result: 'filled' | 'timeout'): void;
+  primaryFlight(route: string, outcome: PrimaryFlightOutcome): void;
   revalidated(result: 'not_modified' | 'modified'): void;
   /** A refresh behind an answer already given (stale-while-revalidate, the tip safety revalidation). */
   backgroundRefreshed(route: string, outcome: BackgroundRefreshOutcome): void;
@@ -156,6 +165,7 @@ class NoopTelemetry implements Telemetry {
   redisStatusChanged(): void {}
   singleflightJoined(): void {}
   sharedFlightWaited(): void {}
+  primaryFlight(): void {}
   revalidated(): void {}
   backgroundRefreshed(): void {}
   staleServed(): void {}

@@ -1,6 +1,6 @@
 /**
  * Worker mode (server.workers > 1) as an operator meets it: `node dist/src/main.js` with WORKERS=2
- * and Redis, real processes. A stampede on one key costs the upstream one request whatever worker
+ * and Redis, real processes (without Redis: worker-mode-primary-flight.test.ts). A stampede on one key costs the upstream one request whatever worker
  * each client lands on; both workers serve; the admin port's /metrics adds the workers up; a
  * killed worker is replaced; SIGTERM drains every worker and the primary exits 0.
  */
@@ -107,17 +107,19 @@ const workerPids = (running: Running) =>
     .map((line) => line.pid as number);
 
 describe('worker mode (server.workers)', () => {
-  it('refuses more than one worker without Redis: exit 2, naming the setting', async () => {
+  it('refuses more than one worker with single-flight switched off: exit 2, naming the setting', async () => {
+    const file = join(configDir, 'single-flight-off.json');
+    writeFileSync(file, JSON.stringify({ cache: { sharedSingleFlight: { enabled: false } } }));
     const child = spawn(process.execPath, [main], {
-      env: { PATH: process.env.PATH ?? '', UPSTREAM_URLS: upstream.url, WORKERS: '2' },
+      env: { PATH: process.env.PATH ?? '', UPSTREAM_URLS: upstream.url, WORKERS: '2', CONFIG_FILE: file },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     started.push(child);
     let err = '';
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     expect(await exitOf(child)).toBe(2);
-    expect(err).toContain('server.workers (WORKERS): 2 workers need the shared single-flight in Redis');
-    expect(err).toContain('redis.url (REDIS_URL) is not set');
+    expect(err).toContain('server.workers (WORKERS): 2 workers need the single-flight across processes');
+    expect(err).toContain('cache.sharedSingleFlight.enabled is false');
   });
 
   it('a stampede of 24 identical misses across 2 workers costs the upstream 1 request, and both workers serve', async () => {
@@ -174,6 +176,109 @@ describe('worker mode (server.workers)', () => {
       .filter((line) => line.msg === 'stopping' && typeof line.pid === 'number')
       .map((line) => line.pid as number);
     expect(new Set(stoppingPids).size).toBe(2);
+    for (const pid of workerPids(proxy)) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
+
+/**
+ * Without Redis the workers' single-flight goes through the primary (src/cluster/flight-coordinator.ts,
+ * worker-flight.ts). The primary logs each ask at debug level ('single-flight asked': the key, the
+ * worker's pid, lead or wait) and each end ('single-flight done': waiters filled or released), which
+ * is how these tests know a stampede has reached every worker before the upstream answers (the
+ * fake upstream holds the answer until then: events, not timings).
+ */
+describe('worker mode without Redis: single-flight through the primary', () => {
+  const asks = (proxy: Running, key: RegExp) => proxy.lines().filter((line) => line.msg === 'single-flight asked' && key.test(String(line.key)));
+  const askedBy = (proxy: Running, key: RegExp, outcome: string) =>
+    new Set(
+      asks(proxy, key)
+        .filter((line) => line.outcome === outcome)
+        .map((line) => line.pid),
+    );
+  const metricsOf = async (proxy: Running) => (await fetch(`${proxy.adminUrl.replace('0.0.0.0', '127.0.0.1')}/metrics`)).text();
+  const sum = (metrics: string, name: string, label: string) =>
+    [...metrics.matchAll(new RegExp(`^${name}\\{[^}]*${label}[^}]*\\} (\\d+)$`, 'gm'))].reduce((total, m) => total + Number(m[1]), 0);
+
+  // Waiters wait for as long as the test takes (the default 3 s is a timing on a loaded machine).
+  const patient = { cache: { sharedSingleFlight: { waitMs: 600_000 } } };
+
+  it('starts with 3 workers and no Redis; a stampede of 30 identical misses over 30 connections costs the upstream 1 request', async () => {
+    const proxy = await run({ WORKERS: '3', LOG_LEVEL: 'debug' }, patient);
+    await expect.poll(() => workerPids(proxy).length).toBe(3);
+    const key = /\/extended\/v2\/blocks\/26$/;
+    const held = upstream.hold(key);
+    const answers = Promise.all(Array.from({ length: 30 }, () => getOnNewConnection(`${proxy.url}/extended/v2/blocks/26`)));
+    // One worker leads; the two others wait at the primary (each worker's own requests join its one ask).
+    await expect.poll(() => askedBy(proxy, key, 'lead').size).toBe(1);
+    await expect.poll(() => askedBy(proxy, key, 'wait').size).toBe(2);
+    await expect.poll(() => held.waiting).toBe(1);
+    held.release();
+    const got = await answers;
+    expect(got.map((a) => a.status)).toEqual(Array(30).fill(200));
+    expect(new Set(got.map((a) => a.body)).size).toBe(1);
+    expect(JSON.parse(got[0]?.body ?? '{}')).toMatchObject({ height: 26 });
+    expect(upstream.count(key)).toBe(1);
+    const blockLines = () => proxy.lines().filter((line) => line.route === 'block' && line.status === 200);
+    await expect.poll(() => blockLines().length).toBe(30);
+    expect([...new Set(blockLines().map((line) => line.pid))].sort()).toEqual([...workerPids(proxy)].sort());
+
+    // The primary relayed the leader's entry to both waiting workers (its 'single-flight done' line, debug).
+    const done = proxy.lines().filter((line) => line.msg === 'single-flight done' && key.test(String(line.key)));
+    expect(done, JSON.stringify(asks(proxy, key))).toEqual([expect.objectContaining({ filled: 2, released: 0 })]);
+    // Counted by the workers (the warm-up's reads of new blocks go through the primary too: at least).
+    expect(sum(await metricsOf(proxy), 'stacks_proxy_primary_singleflight_total', 'outcome="filled"')).toBeGreaterThanOrEqual(2);
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  });
+
+  it('a leader killed mid-fetch releases its waiters at once (waitMs and the hold are far longer): they fetch themselves', async () => {
+    const proxy = await run({ WORKERS: '3', LOG_LEVEL: 'debug' }, { cache: { sharedSingleFlight: { waitMs: 600_000, lockTtlMs: 600_000 } } });
+    await expect.poll(() => workerPids(proxy).length).toBe(3);
+    const key = /\/extended\/v2\/blocks\/27$/;
+    const held = upstream.hold(key);
+    const answers = Promise.allSettled(Array.from({ length: 12 }, () => getOnNewConnection(`${proxy.url}/extended/v2/blocks/27`)));
+    await expect.poll(() => askedBy(proxy, key, 'lead').size).toBe(1);
+    await expect.poll(() => askedBy(proxy, key, 'wait').size).toBe(2);
+    const [leader] = askedBy(proxy, key, 'lead');
+    process.kill(leader as number, 'SIGKILL');
+    // The waiters fetch for themselves: two more requests reach the upstream.
+    await expect.poll(() => upstream.count(key), { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
+    held.release();
+    const settled = await answers;
+    // The killed leader's own clients lose their connection; every other client gets the block.
+    const fulfilled = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    expect(fulfilled.length).toBeGreaterThanOrEqual(2);
+    expect(fulfilled.map((a) => a.status)).toEqual(Array(fulfilled.length).fill(200));
+    expect(new Set(fulfilled.map((a) => a.body)).size).toBe(1);
+    // No leader ever said it was done with the key: its death released the waiters.
+    expect(proxy.lines().filter((line) => line.msg === 'single-flight done' && key.test(String(line.key)))).toEqual([]);
+    expect(sum(await metricsOf(proxy), 'stacks_proxy_primary_singleflight_total', 'outcome="released"')).toBeGreaterThanOrEqual(2);
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  });
+
+  it('on SIGTERM a stampede in flight through the primary is answered (1 upstream request), then the primary exits 0', async () => {
+    const proxy = await run({ WORKERS: '3', LOG_LEVEL: 'debug' }, patient);
+    await expect.poll(() => workerPids(proxy).length).toBe(3);
+    const key = /\/extended\/v2\/blocks\/28$/;
+    const held = upstream.hold(key);
+    const answers = Promise.all(Array.from({ length: 12 }, () => getOnNewConnection(`${proxy.url}/extended/v2/blocks/28`)));
+    await expect.poll(() => askedBy(proxy, key, 'wait').size).toBe(2);
+    // Every request is in a worker: 3 asks, 9 joined their worker's own flight.
+    await expect.poll(async () => sum(await metricsOf(proxy), 'stacks_proxy_singleflight_joined_total', 'route="block"')).toBe(9);
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    await expect.poll(() => proxy.lines().filter((line) => line.msg === 'stopping' && typeof line.pid === 'number').length).toBe(3);
+    held.release();
+    const got = await answers;
+    expect(got.map((a) => a.status)).toEqual(Array(12).fill(200));
+    expect(new Set(got.map((a) => a.body)).size).toBe(1);
+    expect(upstream.count(key)).toBe(1);
+    expect(await exit).toBe(0);
     for (const pid of workerPids(proxy)) expect(() => process.kill(pid, 0)).toThrow();
   });
 });

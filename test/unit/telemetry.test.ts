@@ -118,6 +118,7 @@ describe('domain events', () => {
       'stacks_proxy_shared_singleflight_waits_total',
       { route: 'block', result: 'timeout' },
     ],
+    ['primaryFlight', (t) => t.primaryFlight('block', 'filled'), 'stacks_proxy_primary_singleflight_total', { route: 'block', outcome: 'filled' }],
     ['revalidated', (t) => t.revalidated('not_modified'), 'stacks_proxy_revalidations_total', { result: 'not_modified' }],
     ['staleServed', (t) => t.staleServed('block', 'timeout'), 'stacks_proxy_stale_served_total', { route: 'block', reason: 'timeout' }],
     ['reorgPurged', (t) => t.reorgPurged(), 'stacks_proxy_reorg_purged_entries_total', {}],
@@ -464,7 +465,7 @@ describe('noopTelemetry', () => {
     // Reads, not events: the scrape, the admin API's lookup counts and the status page's counts.
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape', 'lookupCounts', 'statusCounts']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(49); // 24 + refreshes behind answers (issue 18) + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
+    expect(events.length).toBe(50); // 24 + refreshes behind answers and single-flight through the primary (issue 18) + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {

@@ -23,12 +23,13 @@ describe('workerCount', () => {
     expect(workerCount(configFrom({ server: { workers: 0 } }), 1)).toBe(1);
   });
 
-  it('refuses several workers without the shared single-flight in Redis', () => {
-    expect(() => workerCount(configFrom({ server: { workers: 2 } }), 8)).toThrow(ConfigError);
-    expect(() => workerCount(configFrom({ server: { workers: 2 } }), 8)).toThrow(/redis\.url \(REDIS_URL\) is not set/);
-    expect(() => workerCount(configFrom({ ...withRedis, server: { workers: 2 }, cache: { sharedSingleFlight: { enabled: false } } }), 8)).toThrow(
-      /cache\.sharedSingleFlight\.enabled is false/,
-    );
+  it('several workers need no Redis (their single-flight goes through the primary), but refuse single-flight switched off', () => {
+    expect(workerCount(configFrom({ server: { workers: 2 } }), 8)).toBe(2);
+    for (const redis of [{}, withRedis]) {
+      const off = configFrom({ ...redis, server: { workers: 2 }, cache: { sharedSingleFlight: { enabled: false } } });
+      expect(() => workerCount(off, 8)).toThrow(ConfigError);
+      expect(() => workerCount(off, 8)).toThrow(/cache\.sharedSingleFlight\.enabled is false/);
+    }
   });
 
   it('the schema refuses a negative or fractional count', () => {
