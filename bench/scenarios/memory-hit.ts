@@ -16,6 +16,14 @@ function metricsCost(quick: boolean): Promise<{ nsPerHitFolded: number; nsPerHit
   return runJsonChild('bench/micro/telemetry-cost.js', { cpu: 0, env: { ITERATIONS: String(quick ? 100_000 : 500_000) } });
 }
 
+/** The proxy's own JavaScript per hit, without node:http and the kernel (bench/micro/hit-path-cost.ts), on the servers' CPU. */
+function hitPathCost(quick: boolean, upstreamUrl: string): Promise<{ nsPerHit: number; nsPerBareHit: number }> {
+  return runJsonChild('bench/micro/hit-path-cost.js', {
+    cpu: 0,
+    env: { ITERATIONS: String(quick ? 50_000 : 200_000), UPSTREAM_URL: upstreamUrl, HIT_PATH, LOG_LEVEL: 'info' },
+  });
+}
+
 const metricsShare = (ns: number, cpuMicros: number | undefined): string => (cpuMicros ? `${((ns / 1000 / cpuMicros) * 100).toFixed(1)}%` : 'n/a');
 
 export async function memoryHit({ options, upstream, hitBody }: Context): Promise<Section> {
@@ -54,11 +62,14 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
       options,
     );
     const metrics = await metricsCost(options.quick);
+    const js = await hitPathCost(options.quick, upstream.url);
+    const jsMicros = (js.nsPerHit - js.nsPerBareHit) / 1000;
     const base = runs.baseline;
     const s = '1 memory hit';
     const rps = (name: string) => ratio(runs[name]?.requestsPerSecond, base?.requestsPerSecond);
     const cpu = (name: string) => ratio(runs[name]?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest);
     const full = runs.fullHead;
+    const proxyMinusBare = (runs.info?.cpuMicrosPerRequest ?? NaN) - (full?.cpuMicrosPerRequest ?? NaN);
     const rpsFull = (name: string) => ratio(runs[name]?.requestsPerSecond, full?.requestsPerSecond);
     const cpuFull = (name: string) => ratio(runs[name]?.cpuMicrosPerRequest, full?.cpuMicrosPerRequest);
     const featureCost = (on: string, off: string) =>
@@ -109,8 +120,9 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
         `Load generator of the memory-hit rows: ${generatorsOf([runs.info, full])}. Memory hit at the default settings: ${rps('info')}x the baseline's req/s (target >= 0.85x), ${cpu('info')}x its CPU per request (target <= 1.25x), p99 ${runs.info?.p99Ms} ms (target < 5 ms); access log off: ${rps('warn')}x (target >= 0.9x). Against baseline 2, which writes the same head a hit must carry: ${rpsFull('info')}x req/s and ${cpuFull('info')}x CPU at the defaults, ${rpsFull('warn')}x and ${cpuFull('warn')}x with the access log off; p99 ${runs.info?.p99Ms} ms against baseline 2's ${full?.p99Ms} ms (${ratio(runs.info?.p99Ms, full?.p99Ms)}x; target <= 1.15x CPU, <= 1.3x p99).`,
         `wrk and autocannon on the same two servers: under autocannon the proxy's hit is ${ratio(runs.infoAutocannon?.requestsPerSecond, runs.fullHeadAutocannon?.requestsPerSecond)}x baseline 2's req/s, under wrk ${rpsFull('info')}x; the generator's own CPU per request: autocannon ${runs.infoAutocannon?.generatorCpuMicrosPerRequest} µs on the proxy and ${runs.fullHeadAutocannon?.generatorCpuMicrosPerRequest} µs on baseline 2, wrk ${runs.info?.generatorCpuMicrosPerRequest} and ${full?.generatorCpuMicrosPerRequest} µs.`,
         `Cost of the access log: every hit logged vs none (warn): ${featureCost('everyHit', 'warn')}; the default (1 hit in 100 logged) vs none: ${featureCost('info', 'warn')}. Rate limiting on, memory budget (vs the defaults): ${featureCost('limited', 'info')}. Metrics (no switch; timed in a loop, bench/micro/telemetry-cost.ts): ${metrics.nsPerHitFolded} ns per hit, ${metricsShare(metrics.nsPerHitFolded, runs.info?.cpuMicrosPerRequest)} of a hit's CPU at the defaults (the same samples through prom-client label objects, as before issue 10: ${metrics.nsPerHitPromClientLabels} ns).`,
+        `Where the hit's extra CPU goes: the proxy's own JavaScript per hit (the pipeline from URL to res.end, called in a loop without node:http, bench/micro/hit-path-cost.ts) takes ${(js.nsPerHit / 1000).toFixed(2)} µs against ${(js.nsPerBareHit / 1000).toFixed(2)} µs for the bare server's handler: ${jsMicros.toFixed(2)} µs of the ${proxyMinusBare.toFixed(1)} µs a hit costs over baseline 2 in this run; the rest is what runs around that code in a real server (garbage collection of its allocations, a larger heap and code, background timers).`,
       ],
-      data: { runs, metrics },
+      data: { runs, metrics, hitPathJs: js },
     };
   } finally {
     for (const server of servers) await stopChild(server.child);
