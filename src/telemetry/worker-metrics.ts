@@ -5,6 +5,8 @@
  * worker (in-flight requests, clients) adds up, while one state every worker sees alike (the
  * chain tip, an upstream's health) would read N times too high as a sum, so it takes the max
  * or the min: the min of `upstream_up` is 0 as soon as one worker stopped using that upstream.
+ * The tier sizes mix both: each worker's memory tier adds up, while the Redis tier is one that
+ * every worker reads, so its values are taken from the first worker only (SHARED_TIER_GAUGES).
  */
 import { AggregatorRegistry, type Aggregator, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 
@@ -14,7 +16,7 @@ type Metrics = WorkerMetrics;
 
 /** Every gauge of the catalogue, and how the workers' values combine (a unit test checks none is missing). */
 export const GAUGE_AGGREGATORS: Readonly<Record<string, Aggregator>> = {
-  // Each worker's memory tier adds up; the Redis tier is one, so tier="redis" reads N times its size.
+  // Each worker's memory tier adds up; tier="redis" is counted once (SHARED_TIER_GAUGES).
   stacks_proxy_cache_entries: 'sum',
   stacks_proxy_cache_bytes: 'sum',
   stacks_proxy_upstream_up: 'min',
@@ -32,13 +34,18 @@ export const GAUGE_AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   stacks_proxy_redis_up: 'min',
 };
 
+/** Tier gauges whose tier="redis" values every worker reports for the same one Redis. */
+const SHARED_TIER_GAUGES = new Set(['stacks_proxy_cache_entries', 'stacks_proxy_cache_bytes']);
+
+/** A worker's metric as it enters the sum: after the first worker, without the shared Redis tier's values. */
+function asAdded(metric: Metrics[number], worker: number): Metrics[number] {
+  const aggregator = String(metric.type) === 'gauge' ? GAUGE_AGGREGATORS[metric.name] : undefined;
+  const values = worker > 0 && SHARED_TIER_GAUGES.has(metric.name) ? metric.values.filter((value) => value.labels.tier !== 'redis') : metric.values;
+  return aggregator ? { ...metric, values, aggregator } : metric;
+}
+
 /** The workers' metrics combined into one registry (its `metrics()` is the exposition text). */
 export function aggregateWorkerMetrics(perWorker: Metrics[]): Registry {
-  const combined = perWorker.map((metrics) =>
-    metrics.map((metric) => {
-      const aggregator = String(metric.type) === 'gauge' ? GAUGE_AGGREGATORS[metric.name] : undefined;
-      return aggregator ? { ...metric, aggregator } : metric;
-    }),
-  );
+  const combined = perWorker.map((metrics, worker) => metrics.map((metric) => asAdded(metric, worker)));
   return AggregatorRegistry.aggregate(combined);
 }

@@ -73,4 +73,17 @@ describe('aggregateWorkerMetrics', () => {
     expect(text).toMatch(/^stacks_proxy_chain_tip_height 101$/m);
     expect(text).toMatch(/^stacks_proxy_upstream_up\{upstream="a"\} 0$/m);
   });
+
+  it("adds up each worker's memory tier but counts the one Redis tier once", async () => {
+    const tiers = async (memoryEntries: number) => {
+      const registry = new Registry();
+      const entries = new Gauge({ name: 'stacks_proxy_cache_entries', help: 'h', labelNames: ['tier'], registers: [registry] });
+      entries.labels({ tier: 'memory' }).set(memoryEntries);
+      entries.labels({ tier: 'redis' }).set(1000);
+      return registry.getMetricsAsJSON();
+    };
+    const text = await aggregateWorkerMetrics([await tiers(10), await tiers(20), await tiers(30)]).metrics();
+    expect(text).toMatch(/^stacks_proxy_cache_entries\{tier="memory"\} 60$/m);
+    expect(text).toMatch(/^stacks_proxy_cache_entries\{tier="redis"\} 1000$/m);
+  });
 });
