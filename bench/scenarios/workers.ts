@@ -4,7 +4,8 @@
  * Throughput: the memory hit under wrk (threads = N, the same total connections for every
  * variant) on one proxy process pinned to CPU 0 (what one process gets from a core of its own:
  * the "N x one" the issue asks about), on one process free to use every core, and on WORKERS=N
- * for N = os.availableParallelism() (and N = 2 as well where there are more cores), free to use
+ * for N = the machine's cores (what os.availableParallelism() gives a proxy free to use them all;
+ * and N = 2 as well where there are more cores), free to use
  * every core: worker mode is never pinned to one CPU. CPU per request sums the primary and all
  * its workers (pids from /proc). The load generator runs on the bench's own CPU (CPU 1), so on a
  * 2-core machine it shares a core with a worker: the figure is what N workers give here, not how
@@ -17,7 +18,7 @@
  * the workers by the primary), one new key per burst: upstream requests per burst.
  */
 import { Agent, get } from 'node:http';
-import { availableParallelism, cpus } from 'node:os';
+import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type autocannon from 'autocannon';
 import { isAnswering, stopChild, waitFor } from '../../testkit/index.js';
@@ -88,7 +89,7 @@ async function stampede({ upstream }: Context, proxy: Proxy, bursts: number, con
     const upstreamPerBurst: number[] = [];
     const xCache: Record<string, number> = {};
     for (let i = 0; i < bursts; i++) {
-      const path = `/extended/v1/tx/0x${'c0'}${i.toString(16).padStart(62, '0')}`;
+      const path = `/extended/v1/tx/0xc0${i.toString(16).padStart(62, '0')}`;
       for (const answer of await burst(agent, proxy.url + path, connections)) xCache[answer] = (xCache[answer] ?? 0) + 1;
       upstreamPerBurst.push(upstream.count(path));
     }
@@ -149,7 +150,8 @@ async function singleFlight(context: Context) {
 }
 
 export async function workers(context: Context): Promise<Section> {
-  const cores = availableParallelism();
+  // What os.availableParallelism() gives a proxy free to use every core (WORKERS=0); the bench's own says 1: it is pinned to CPU 1.
+  const cores = cpus().length;
   const n = Math.max(2, cores);
   const counts = n > 2 ? [2, n] : [n];
   const hits = await throughput(context, counts);
@@ -196,12 +198,12 @@ export async function workers(context: Context): Promise<Section> {
     id: 'workers',
     rows: [...rows, ...missRows],
     findings: [
-      `Worker mode on ${cores} cores (os.availableParallelism()): WORKERS=${top} served ${workersTop?.requestsPerSecond} req/s of the memory hit, ` +
+      `Worker mode on ${cores} cores: WORKERS=${top} served ${workersTop?.requestsPerSecond} req/s of the memory hit, ` +
         `${ratio(workersTop?.requestsPerSecond, one?.requestsPerSecond)}x one process on CPU 0 (${one?.requestsPerSecond} req/s) and ` +
         `${ratio(workersTop?.requestsPerSecond, top * (one?.requestsPerSecond ?? NaN))}x ${top} x one process; one process free to use every core: ` +
         `${ratio(runs.oneFree?.requestsPerSecond, one?.requestsPerSecond)}x. CPU per request ${one?.cpuMicrosPerRequest} µs (one process) against ` +
         `${workersTop?.cpuMicrosPerRequest} µs (primary and workers summed), p99 ${one?.p99Ms} -> ${workersTop?.p99Ms} ms. Load generator: ${generatorsOf([one, workersTop])} ` +
-        `(${hits.threads} threads, ${hits.connections} connections for every variant) ${HAS_TASKSET ? 'on CPU 1, the bench process\'s core' : 'unpinned (no taskset)'}` +
+        `(${hits.threads} threads, ${hits.connections} connections for every variant) ${HAS_TASKSET ? "on CPU 1, the bench process's core" : 'unpinned (no taskset)'}` +
         `, so ${cores <= top ? `it shares a core with a worker: this is what ${top} workers give on this host with its clients on it, not how worker mode scales on ${top} free cores` : 'it runs beside the workers'}.`,
       `Single-flight through the primary (no Redis), cold misses at ${atRate}, upstream +${LATENCY_MS} ms: WORKERS=2 adds ${ms(addedP50(m.two, m.one))} at p50 and ` +
         `${ms(addedP99(m.two, m.one))} at p99 over WORKERS=1 (the IPC round trip to the primary before each upstream request, and the processes' wake-ups on ${cores} cores), ` +
@@ -209,6 +211,12 @@ export async function workers(context: Context): Promise<Section> {
         `Stampede on WORKERS=2: ${herd.bursts} bursts of ${herd.connections} concurrent identical misses (one new key each, over ${herd.connections} keep-alive connections) ` +
         `cost the upstream ${perBurst} request(s) per burst (must be 1); answers ${JSON.stringify(herd.xCache)}; the workers' misses through the primary: ${JSON.stringify(herd.primaryOutcomes)}.`,
     ],
-    data: { cores, counts, hits, misses: { runs: m, stampede: herd }, load: { threads: hits.threads, connections: hits.connections, generatorCpu: HAS_TASKSET ? 1 : 'unpinned' } },
+    data: {
+      cores,
+      counts,
+      hits,
+      misses: { runs: m, stampede: herd },
+      load: { threads: hits.threads, connections: hits.connections, generatorCpu: HAS_TASKSET ? 1 : 'unpinned' },
+    },
   };
 }
