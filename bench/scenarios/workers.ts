@@ -37,15 +37,21 @@ const ALL_CPUS = `0-${cpus().length - 1}`;
 
 type Proxy = Server & { adminUrl: string; pids: number[] };
 
-/** A proxy with `workers` processes (1: no cluster), no Redis, on `cpu`; its pids: the process, or the primary and every worker. */
-async function startWorkers(upstreamUrl: string, workers: number, cpu: number | string): Promise<Proxy> {
-  const proxy = await startProxy({ upstreamUrl, cpu, config: { server: { workers } } });
+/**
+ * A proxy with `workers` processes (1: no cluster), no Redis, on `cpu`, put in `started` as soon as
+ * it runs (for the caller to stop, whatever fails later); its pids: the process, or the primary and every worker.
+ */
+async function startWorkers(upstreamUrl: string, workers: number, cpu: number | string, started: Proxy[]): Promise<Proxy> {
+  const server = await startProxy({ upstreamUrl, cpu, config: { server: { workers } } });
+  const proxy: Proxy = { ...server, pids: [server.pid] };
+  started.push(proxy);
   if (workers > 1) {
     // The primary opens its admin port once every worker is ready; its workers are its children.
-    await waitFor(() => isAnswering(`${proxy.adminUrl}/health`), { timeoutMs: 15_000, what: `the primary's admin port (${workers} workers)` });
+    await waitFor(() => isAnswering(`${proxy.adminUrl}/health`), { timeoutMs: 30_000, what: `the primary's admin port (${workers} workers)` });
     await waitFor(async () => childPids(proxy.pid).length >= workers, { timeoutMs: 5_000, what: `${workers} workers` });
+    proxy.pids.push(...childPids(proxy.pid));
   }
-  return { ...proxy, pids: [proxy.pid, ...(workers > 1 ? childPids(proxy.pid) : [])] };
+  return proxy;
 }
 
 /** One request per new connection (the primary hands connections to the workers in turn): every worker gets to see `path`. */
@@ -107,12 +113,11 @@ async function throughput({ options, upstream }: Context, counts: number[]) {
   const connections = Math.max(options.connections, 25 * top);
   const proxies: Proxy[] = [];
   try {
-    const [pinned, free, ...clusters] = await Promise.all([
-      startWorkers(upstream.url, 1, 0),
-      startWorkers(upstream.url, 1, ALL_CPUS),
-      ...counts.map((n) => startWorkers(upstream.url, n, ALL_CPUS)),
-    ]);
-    proxies.push(pinned, free, ...clusters);
+    // One after another: started at once on a busy 2-core machine, they miss the start-up timeout.
+    const pinned = await startWorkers(upstream.url, 1, 0, proxies);
+    const free = await startWorkers(upstream.url, 1, ALL_CPUS, proxies);
+    const clusters: Proxy[] = [];
+    for (const n of counts) clusters.push(await startWorkers(upstream.url, n, ALL_CPUS, proxies));
     for (const proxy of proxies) await onFreshConnections(proxy.url, HIT_PATH, 2 * top);
     const hit = (proxy: Proxy): Target[] => [{ url: proxy.url + HIT_PATH, pids: proxy.pids, preferWrk: true, connections, wrkThreads: top }];
     const variants: Record<string, Target[]> = { one: hit(pinned), oneFree: hit(free) };
@@ -126,9 +131,11 @@ async function throughput({ options, upstream }: Context, counts: number[]) {
 /** Cold misses at a fixed rate on WORKERS=1 and WORKERS=2 (both free to use every core), then the stampede on WORKERS=2. */
 async function singleFlight(context: Context) {
   const { options, upstream } = context;
-  const [one, two] = await Promise.all([startWorkers(upstream.url, 1, ALL_CPUS), startWorkers(upstream.url, 2, ALL_CPUS)]);
-  upstream.setDelay(LATENCY_MS);
+  const proxies: Proxy[] = [];
   try {
+    const one = await startWorkers(upstream.url, 1, ALL_CPUS, proxies);
+    const two = await startWorkers(upstream.url, 2, ALL_CPUS, proxies);
+    upstream.setDelay(LATENCY_MS);
     const fixed = { rate: UNSATURATED.rate, connections: UNSATURATED.connections, exactLatency: true };
     const runs = await alternate(
       'workers: cold misses',
@@ -144,8 +151,7 @@ async function singleFlight(context: Context) {
     return { runs, herd };
   } finally {
     upstream.setDelay(0);
-    await stopChild(one.child);
-    await stopChild(two.child);
+    for (const proxy of proxies) await stopChild(proxy.child);
   }
 }
 
