@@ -174,7 +174,7 @@ export async function workers(context: Context): Promise<Section> {
       name: `WORKERS=${k}, every core, ${load}`,
       run: runs[`workers${k}`],
       baseline: one,
-      note: `${ratio(runs[`workers${k}`]?.requestsPerSecond, k * (one?.requestsPerSecond ?? NaN))}x ${k} x one process's req/s; CPU: primary + ${k} workers`,
+      note: `${ratio(runs[`workers${k}`]?.requestsPerSecond, k * (one?.requestsPerSecond ?? NaN))}x ${k} x one process on CPU 0, ${ratio(runs[`workers${k}`]?.requestsPerSecond, runs.oneFree?.requestsPerSecond)}x one process on every core; CPU: primary + ${k} workers`,
     })),
   ];
   const m = misses.runs;
@@ -204,16 +204,18 @@ export async function workers(context: Context): Promise<Section> {
     id: 'workers',
     rows: [...rows, ...missRows],
     findings: [
-      `Worker mode on ${cores} cores: WORKERS=${top} served ${workersTop?.requestsPerSecond} req/s of the memory hit, ` +
-        `${ratio(workersTop?.requestsPerSecond, one?.requestsPerSecond)}x one process on CPU 0 (${one?.requestsPerSecond} req/s) and ` +
-        `${ratio(workersTop?.requestsPerSecond, top * (one?.requestsPerSecond ?? NaN))}x ${top} x one process; one process free to use every core: ` +
-        `${ratio(runs.oneFree?.requestsPerSecond, one?.requestsPerSecond)}x. CPU per request ${one?.cpuMicrosPerRequest} µs (one process) against ` +
-        `${workersTop?.cpuMicrosPerRequest} µs (primary and workers summed), p99 ${one?.p99Ms} -> ${workersTop?.p99Ms} ms. Load generator: ${generatorsOf([one, workersTop])} ` +
+      `Worker mode on ${cores} cores: WORKERS=${top} served ${workersTop?.requestsPerSecond} req/s of the memory hit: ` +
+        `${ratio(workersTop?.requestsPerSecond, top * (one?.requestsPerSecond ?? NaN))}x ${top} x one process on CPU 0 (${one?.requestsPerSecond} req/s), ` +
+        `${ratio(workersTop?.requestsPerSecond, one?.requestsPerSecond)}x one process on CPU 0 and ${ratio(workersTop?.requestsPerSecond, runs.oneFree?.requestsPerSecond)}x one process ` +
+        `free to use every core (${runs.oneFree?.requestsPerSecond} req/s: like for like, the same cores to run on). CPU per request ${one?.cpuMicrosPerRequest} µs ` +
+        `(one process on CPU 0), ${runs.oneFree?.cpuMicrosPerRequest} µs (one on every core), ${workersTop?.cpuMicrosPerRequest} µs (primary and workers summed); ` +
+        `p99 ${one?.p99Ms}, ${runs.oneFree?.p99Ms}, ${workersTop?.p99Ms} ms. Load generator: ${generatorsOf([one, workersTop])} ` +
         `(${hits.threads} threads, ${hits.connections} connections for every variant) ${HAS_TASKSET ? "on CPU 1, the bench process's core" : 'unpinned (no taskset)'}` +
         `, so ${cores <= top ? `it shares a core with a worker: this is what ${top} workers give on this host with its clients on it, not how worker mode scales on ${top} free cores` : 'it runs beside the workers'}.`,
       `Single-flight through the primary (no Redis), cold misses at ${atRate}, upstream +${LATENCY_MS} ms: WORKERS=2 adds ${ms(addedP50(m.two, m.one))} at p50 and ` +
         `${ms(addedP99(m.two, m.one))} at p99 over WORKERS=1 (the IPC round trip to the primary before each upstream request, and the processes' wake-ups on ${cores} cores), ` +
-        `at ${m.two?.cpuMicrosPerRequest} µs of CPU per miss (primary and workers) against ${m.one?.cpuMicrosPerRequest} µs. ` +
+        `at ${m.two?.cpuMicrosPerRequest} µs of CPU per miss (primary and workers) against ${m.one?.cpuMicrosPerRequest} µs; ` +
+        `answered ${m.direct?.requestsPerSecond} (direct), ${m.one?.requestsPerSecond} and ${m.two?.requestsPerSecond} req/s of the ${UNSATURATED.rate} offered. ` +
         `Stampede on WORKERS=2: ${herd.bursts} bursts of ${herd.connections} concurrent identical misses (one new key each, over ${herd.connections} keep-alive connections) ` +
         `cost the upstream ${perBurst} request(s) per burst (must be 1); answers ${JSON.stringify(herd.xCache)}; the workers' misses through the primary: ${JSON.stringify(herd.primaryOutcomes)}.`,
     ],
