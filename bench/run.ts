@@ -7,7 +7,7 @@
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
  *   --quick        1 round of 1 s per variant, a short Zipf mix, no HTTP memory flood
- *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency, blockWarmup, wsFanout, tipRevalidate;
+ *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency, blockWarmup, wsFanout, tipRevalidate, workers;
  *                  kebab-case works too: --only=wallet-mix)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */
@@ -30,6 +30,7 @@ import { scaling } from './scenarios/scaling.js';
 import { tipLatency } from './scenarios/tip-latency.js';
 import { tipRevalidate } from './scenarios/tip-revalidate.js';
 import { walletMix } from './scenarios/wallet-mix.js';
+import { workers } from './scenarios/workers.js';
 import { zipfMix } from './scenarios/zipf-mix.js';
 
 const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = {
@@ -45,6 +46,7 @@ const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = {
   blockWarmup,
   wsFanout,
   tipRevalidate,
+  workers,
 };
 /** kebab-case names accepted too (`--only=wallet-mix`). */
 const camel = (name: string): string => name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());

@@ -61,6 +61,8 @@ export interface Target {
    * rate, no request list. autocannon otherwise. See wrk.ts for why the hit scenarios want it.
    */
   preferWrk?: boolean;
+  /** wrk's threads (default 1): more for a server on several cores (worker mode). */
+  wrkThreads?: number;
 }
 
 /** The load generator a target gets on this machine. */
@@ -132,10 +134,10 @@ export async function runLoad(targets: Target[], options: BenchOptions): Promise
 /** One measured run with wrk, one wrk process per target (each its share of the connections), after a warm-up. */
 async function runWrkLoad(targets: Target[], options: BenchOptions): Promise<Run> {
   const share = Math.max(1, Math.round(options.connections / targets.length));
-  await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, warmUpSeconds(options))));
+  await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, warmUpSeconds(options), t.wrkThreads)));
   const pids = targets.flatMap((t) => t.pids ?? []);
   const before = pids.map(cpuSeconds);
-  const runs = await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, options.seconds)));
+  const runs = await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, options.seconds, t.wrkThreads)));
   const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - (before[i] ?? 0), 0);
   const requests = runs.reduce((sum, r) => sum + r.requests, 0);
   const generatorCpu = runs.reduce((sum, r) => sum + r.cpuSeconds, 0);

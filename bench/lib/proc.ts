@@ -4,7 +4,7 @@
  * read from /proc.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/paths.js';
@@ -18,6 +18,24 @@ const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/**
+ * The pids of `pid`'s children (a worker-mode primary's workers), from every /proc/<pid>/stat's
+ * parent pid (this kernel has no /proc/<pid>/task/<tid>/children).
+ */
+export function childPids(pid: number): number[] {
+  const children: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const parent = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]);
+      if (parent === pid) children.push(Number(name));
+    } catch {
+      // the process exited while we looked
+    }
+  }
+  return children;
 }
 
 export function rssMiB(pid: number): number {
@@ -37,10 +55,11 @@ export interface Server {
 }
 
 /**
- * Starts `node <script>` (a file under `root`/dist/, by default this checkout's) on `cpu`;
- * taskset execs node, so the pid is node's.
+ * Starts `node <script>` (a file under `root`/dist/, by default this checkout's) on `cpu`, a CPU
+ * number or a taskset CPU list ('0-1': free to use both; without taskset a child would inherit
+ * this process's CPU 1); taskset execs node, so the pid is node's.
  */
-export async function startNodeServer(script: string, env: Record<string, string>, healthPath: string, cpu = 0, root = ROOT): Promise<Server> {
+export async function startNodeServer(script: string, env: Record<string, string>, healthPath: string, cpu: number | string = 0, root = ROOT): Promise<Server> {
   const port = await freePort();
   const args = [process.execPath, join(root, 'dist', script)];
   const [command, rest] = HAS_TASKSET ? ['taskset', ['-c', String(cpu), ...args]] : [args[0] as string, args.slice(1)];
@@ -58,7 +77,8 @@ export interface ProxyOptions {
   redisUrl?: string;
   logLevel?: string;
   config?: Record<string, unknown>;
-  cpu?: number;
+  /** A CPU number, or a taskset CPU list ('0-1') for a proxy free to use several (worker mode). */
+  cpu?: number | string;
   /** Another build of the proxy (a checkout with dist/ built), e.g. the baseline commit's. */
   root?: string;
 }

@@ -39,12 +39,12 @@ export interface WrkRun {
   cpuSeconds: number;
 }
 
-/** A closed loop on `url` for `seconds` (whole seconds, at least 1: wrk's unit) with `connections` connections, one thread. */
-export async function runWrk(url: string, connections: number, seconds: number): Promise<WrkRun> {
+/** A closed loop on `url` for `seconds` (whole seconds, at least 1: wrk's unit) with `connections` connections, `threads` threads (default one). */
+export async function runWrk(url: string, connections: number, seconds: number, threads = 1): Promise<WrkRun> {
   if (!WRK) throw new Error('wrk is not installed');
   scriptPath ??= join(mkdtempSync(join(tmpdir(), 'scp-wrk-')), 'report.lua');
   writeFileSync(scriptPath, REPORT_SCRIPT);
-  const child = spawn(WRK, ['-t1', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '-s', scriptPath, url], {
+  const child = spawn(WRK, [`-t${threads}`, `-c${Math.max(connections, threads)}`, `-d${Math.max(1, Math.round(seconds))}s`, '-s', scriptPath, url], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
