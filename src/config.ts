@@ -245,7 +245,7 @@ export const ConfigSchema = z
           .strict(),
       })
       .strict(),
-    // Issue 14: V8's limits, set when the process starts (src/runtime/heap-sizing.ts).
+    // Issues 14 and 18: V8's limits, set when the process starts (src/runtime/heap-sizing.ts).
     heap: z
       .object({
         maxOldSpaceMiB: z
@@ -254,7 +254,14 @@ export const ConfigSchema = z
           .min(16)
           .nullable()
           .describe(
-            "V8's old-space limit in MiB (`node --max-old-space-size`); `null` derives it from the memory tier: 128 MiB + twice the tier (384 for the default 128 MiB tier, 192 for the 32 MiB tier in front of Redis). Heap limits can only be set when node starts, so at start-up the process replaces itself once (`execve`: same pid, so PID 1 in a container stays PID 1) with `node --max-old-space-size=<this> --max-semi-space-size=2` on the same script, and logs a `heap` line with V8's resulting `heapLimitMiB`. A `--max-old-space-size` or `--max-semi-space-size` given on node's command line or in `NODE_OPTIONS` wins over this (only the missing flag is added). At least `16`. When the old space is full of live data, V8 stops the process with an out-of-memory error: raise it only with the container's memory",
+            "V8's old-space limit in MiB (`node --max-old-space-size`); `null` derives it from the memory tier: 128 MiB + twice the tier (384 for the default 128 MiB tier, 192 for the 32 MiB tier in front of Redis). Heap limits can only be set when node starts, so at start-up the process replaces itself once (`execve`: same pid, so PID 1 in a container stays PID 1) with `node --max-old-space-size=<this> --max-semi-space-size=<heap.maxSemiSpaceMiB>` on the same script, and logs a `heap` line with V8's resulting `heapLimitMiB`. A `--max-old-space-size` or `--max-semi-space-size` given on node's command line or in `NODE_OPTIONS` wins over this (only the missing flag is added). At least `16`. When the old space is full of live data, V8 stops the process with an out-of-memory error: raise it only with the container's memory",
+          ),
+        maxSemiSpaceMiB: z
+          .number()
+          .int()
+          .min(1)
+          .describe(
+            "V8's semi-space in MiB (`node --max-semi-space-size`): the young generation, where per-request garbage dies, is three of them (so 48 MiB by default). The trade is CPU and latency against memory: a request that waits on I/O (a Redis-tier hit, a miss, the passthrough) keeps its short-lived objects alive while many others run, and a small young generation then promotes them to the old space at every scavenge, which costs mark-compacts later (issue 18: a Redis-tier hit took 111-113 µs CPU with `2` against 92-102 µs with `16`; a memory hit cost the same either way). A smaller one holds less memory (`2`, the default before issue 18, took about 20 MiB off the idle process and 13 to 49 MiB off the RSS peak under a flood of distinct misses; the young generation can take up to 3 MiB per MiB of this): size the container from it (see [Container memory](deployment.md#container-memory)). A `--max-semi-space-size` given on node's command line or in `NODE_OPTIONS` wins over this. At least `1`",
           ),
       })
       .strict(),

@@ -30,6 +30,12 @@ const { startWorker } = await import('./cluster/worker.js');
 
 const MiB = 2 ** 20;
 
+/** The heap flags (heap.maxOldSpaceMiB, heap.maxSemiSpaceMiB) node was not given on its command line or in NODE_OPTIONS. */
+function heapFlagsMissing(config: Config): string[] {
+  const sizing = heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB, config.heap.maxSemiSpaceMiB);
+  return heapFlagsToAdd(sizing, nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
+}
+
 /**
  * Heap limits can only be set when node starts, so a process started without them replaces
  * itself (execve: same pid, so PID 1 in a container stays PID 1 and gets the signals) with
@@ -37,7 +43,7 @@ const MiB = 2 ** 20;
  * own execArgv and goes on. Returns why it could not, if it could not.
  */
 function relaunchWithHeapFlags(config: Config): string | undefined {
-  const flags = heapFlagsToAdd(heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB), nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
+  const flags = heapFlagsMissing(config);
   if (flags.length === 0) return undefined;
   if (typeof process.execve !== 'function') return 'process.execve is not available on this platform';
   try {
@@ -77,7 +83,7 @@ async function main(): Promise<void> {
   const cache = config.redis.url ? 'memory+redis' : 'memory';
   if (workers > 1) {
     // Each worker gets the heap flags this process has, or would have had (without execve).
-    const flags = heapFlagsToAdd(heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB), nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
+    const flags = heapFlagsMissing(config);
     // 'advanced' (structured clone): single-flight through the primary relays entry bytes as binary, not as JSON arrays.
     cluster.setupPrimary({ execArgv: [...process.execArgv, ...flags], serialization: 'advanced' });
     const started = await startPrimary(config, logger, workers);
@@ -85,15 +91,16 @@ async function main(): Promise<void> {
     return;
   }
   const proxy = await startProxy(config, { logger });
-  logger.info({ url: proxy.boundUrl, adminUrl: proxy.adminBoundUrl, cache }, 'listening');
+  // Before the line that says it listens: a SIGTERM sent on reading it must drain, not find node's default (exit at once).
   stopOnSignals(logger, () => proxy.close());
+  logger.info({ url: proxy.boundUrl, adminUrl: proxy.adminBoundUrl, cache }, 'listening');
 }
 
 async function runWorker(config: Config): Promise<void> {
   const logger = createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid });
   const proxy = await startWorker(config, logger);
-  logger.info({ url: proxy.boundUrl }, 'worker listening');
   stopOnSignals(logger, () => proxy.close());
+  logger.info({ url: proxy.boundUrl }, 'worker listening');
 }
 
 function stopOnSignals(logger: Logger, close: () => Promise<void>): void {

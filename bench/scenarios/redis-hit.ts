@@ -2,7 +2,8 @@
  * Scenario 2: a Redis-tier hit (the memory tier refuses the entry: maxEntryBytes below the body
  * size) against a bare node:http server doing one ioredis getBuffer per request, with ioredis
  * auto-pipelining on (the baseline the ratios use) and off (the plain one GET per request the
- * issue names); and the same hit with rate limiting on a Redis budget (one EVALSHA more per request).
+ * issue names); the same hit with rate limiting on a Redis budget (one EVALSHA more per request);
+ * and the same hit with the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB).
  */
 import { Redis } from 'ioredis';
 import { startRedis, stopChild } from '../../testkit/index.js';
@@ -20,14 +21,15 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     await client.set('bench:body', hitBody);
     client.disconnect();
     const memoryRefuses = { cache: { memory: { maxEntryBytes: Math.min(256, hitBody.length - 1), maxBytesWithRedis: 1024 } } };
-    const [baseline, unpipelined, proxy, limited] = await Promise.all([
+    const [baseline, unpipelined, proxy, limited, smallYoung] = await Promise.all([
       startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body' }, '/health'),
       startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', AUTO_PIPELINING: '0' }, '/health'),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: memoryRefuses }),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, ...RATE_LIMITED } }),
+      startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, heap: { maxSemiSpaceMiB: 2 } } }),
     ]);
-    servers.push(baseline, unpipelined, proxy, limited);
-    for (const p of [proxy, limited]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
+    servers.push(baseline, unpipelined, proxy, limited, smallYoung);
+    for (const p of [proxy, limited, smallYoung]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
     const fullHead = await startNodeServer(
       'bench/baselines/redis-get-server.js',
       { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: JSON.stringify(await hitHead(proxy.url + HIT_PATH)) },
@@ -40,7 +42,14 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     const bare = (s: Server) => [{ url: s.url + '/x', pids: [s.pid], preferWrk: true }];
     const runs = await alternate(
       'redis hit',
-      { baseline: bare(baseline), fullHead: bare(fullHead), unpipelined: bare(unpipelined), proxy: hit(proxy), limited: hit(limited) },
+      {
+        baseline: bare(baseline),
+        fullHead: bare(fullHead),
+        unpipelined: bare(unpipelined),
+        proxy: hit(proxy),
+        smallYoung: hit(smallYoung),
+        limited: hit(limited),
+      },
       options,
     );
     const redisHits = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' }) - before;
@@ -65,10 +74,17 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
           baseline: base,
           note: `${redisHits.toLocaleString('en-US')} Redis hits counted by the proxy; vs baseline 2: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU`,
         },
+        {
+          scenario: s,
+          name: 'proxy, Redis-tier hit, semi-space 2 MiB (before issue 18)',
+          run: runs.smallYoung,
+          baseline: base,
+          note: `the default 16 MiB against it: ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x CPU`,
+        },
         { scenario: '7 feature cost', name: 'proxy, Redis-tier hit, rate limiting on (Redis budget)', run: runs.limited, baseline: base },
       ],
       findings: [
-        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
+        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. With the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB: 2) the default 16 MiB does ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x the CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
       ],
       data: { runs, redisHits },
     };

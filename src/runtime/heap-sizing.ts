@@ -19,10 +19,18 @@ export const HEAP_BASE_MIB = 128;
 /** Old space per MiB of tier: an entry's counted bytes plus the garbage of the entries it evicts. */
 export const HEAP_PER_TIER_MIB = 2;
 /**
- * One semi-space of the young generation (V8 keeps three): per-request garbage dies there, and
- * a small one costs a few more scavenges, not the 192 MiB V8 grows it to under load.
+ * The default of heap.maxSemiSpaceMiB: one semi-space of the young generation (V8 reserves three:
+ * two semi-spaces and a new large-object space of the same size). Per-request garbage should die
+ * there. Issue 14 had set 2 MiB, to keep V8 from growing it to 3 x 64 MiB under a flood of distinct
+ * misses. Issue 18 found that too small for any request that waits on I/O (a Redis-tier hit, a miss,
+ * the passthrough): with the many such requests in flight, 2 MiB fills before their objects die, so
+ * each scavenge promotes them to the old space and mark-compacts follow. For a Redis-tier hit, GC
+ * took about 58 of 130 µs CPU a hit (about 9 scavenges and 1 mark-compact per 1,000 hits). With
+ * wrk -t1 -c50 (alternating rounds) that hit cost 111-113 µs CPU with 2 MiB and 92-102 µs with 16
+ * (98-118 with 8 or 64); a memory hit, which never waits, cost the same. What 16 costs in RSS
+ * under a flood: docs/benchmarks.md, memory section.
  */
-export const SEMI_SPACE_MIB = 2;
+export const DEFAULT_SEMI_SPACE_MIB = 16;
 
 export interface HeapSizing {
   maxOldSpaceMiB: number;
@@ -34,10 +42,16 @@ export function derivedMaxOldSpaceMiB(tierBytes: number): number {
   return HEAP_BASE_MIB + Math.ceil((HEAP_PER_TIER_MIB * tierBytes) / MiB);
 }
 
-/** The heap for a tier of `tierBytes`; `maxOldSpaceMiB` (heap.maxOldSpaceMiB) overrides the derived old space. */
-export function heapSizingFor(tierBytes: number, maxOldSpaceMiB: number | null): HeapSizing {
-  return { maxOldSpaceMiB: maxOldSpaceMiB ?? derivedMaxOldSpaceMiB(tierBytes), maxSemiSpaceMiB: SEMI_SPACE_MIB };
+/**
+ * The heap for a tier of `tierBytes`: `maxOldSpaceMiB` (heap.maxOldSpaceMiB) overrides the derived
+ * old space, `maxSemiSpaceMiB` (heap.maxSemiSpaceMiB) is the semi-space.
+ */
+export function heapSizingFor(tierBytes: number, maxOldSpaceMiB: number | null, maxSemiSpaceMiB = DEFAULT_SEMI_SPACE_MIB): HeapSizing {
+  return { maxOldSpaceMiB: maxOldSpaceMiB ?? derivedMaxOldSpaceMiB(tierBytes), maxSemiSpaceMiB };
 }
+
+/** V8's young generation for a semi-space of `maxSemiSpaceMiB`: two semi-spaces and a new large-object space as large. */
+export const youngGenerationMiB = (maxSemiSpaceMiB: number): number => 3 * maxSemiSpaceMiB;
 
 const OLD_SPACE_FLAG = '--max-old-space-size';
 const SEMI_SPACE_FLAG = '--max-semi-space-size';

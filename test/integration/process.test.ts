@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
+import { youngGenerationMiB } from '../../src/runtime/heap-sizing.js';
 import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { fetchRaw } from '../support/http.js';
 
@@ -154,14 +155,14 @@ describe('the proxy process', () => {
       expect(await exited).toBe(0);
     }
 
-    it('runs a 16 MiB tier with a 160 MiB old space and a 2 MiB semi-space, serves, and stops on SIGTERM with exit 0', async () => {
+    it('runs a 16 MiB tier with a 160 MiB old space and a 16 MiB semi-space, serves, and stops on SIGTERM with exit 0', async () => {
       const { child, url, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } } });
-      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=2']);
+      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=16']);
       expect(commandLine).toContain('--max-old-space-size=160');
-      expect(commandLine).toContain('--max-semi-space-size=2');
-      // V8's own limit: the old space plus a young generation of a few semi-spaces, not the GiBs it picks by itself.
-      expect(heap.heapLimitMiB).toBeGreaterThanOrEqual(160);
-      expect(heap.heapLimitMiB).toBeLessThanOrEqual(160 + 4 * 2);
+      expect(commandLine).toContain('--max-semi-space-size=16');
+      // V8's own limit: the old space plus a young generation of three semi-spaces (what the
+      // Kubernetes manifests' memory formula counts), not the GiBs it picks by itself.
+      expect(heap.heapLimitMiB).toBe(160 + youngGenerationMiB(16));
       expect((await fetchRaw(`${url}/extended/v2/blocks/1`)).status).toBe(200);
       await stopsWithExitZero(child);
     });
@@ -184,18 +185,35 @@ describe('the proxy process', () => {
 
     it('takes heap.maxOldSpaceMiB over the derived size', async () => {
       const { child, heap } = await startWith({ heap: { maxOldSpaceMiB: 150 } });
-      expect(heap.flags).toEqual(['--max-old-space-size=150', '--max-semi-space-size=2']);
-      expect(heap.heapLimitMiB).toBeGreaterThanOrEqual(150);
-      expect(heap.heapLimitMiB).toBeLessThanOrEqual(150 + 4 * 2);
+      expect(heap.flags).toEqual(['--max-old-space-size=150', '--max-semi-space-size=16']);
+      expect(heap.heapLimitMiB).toBe(150 + youngGenerationMiB(16));
+      await stopsWithExitZero(child);
+    });
+
+    it('takes heap.maxSemiSpaceMiB as the semi-space (2 MiB: the default before issue 18)', async () => {
+      const { child, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } }, heap: { maxSemiSpaceMiB: 2 } });
+      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=2']);
+      expect(commandLine).toContain('--max-semi-space-size=2');
+      expect(heap.heapLimitMiB).toBe(160 + youngGenerationMiB(2));
+      await stopsWithExitZero(child);
+    });
+
+    it("leaves the operator's own --max-semi-space-size in NODE_OPTIONS over heap.maxSemiSpaceMiB", async () => {
+      const { child, heap, commandLine } = await startWith(
+        { cache: { memory: { maxBytes: 16 * 2 ** 20 } }, heap: { maxSemiSpaceMiB: 2 } },
+        { NODE_OPTIONS: '--max-semi-space-size=8' },
+      );
+      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=8']);
+      expect(commandLine).not.toContain('--max-semi-space-size=2');
+      expect(heap.heapLimitMiB).toBe(160 + youngGenerationMiB(8));
       await stopsWithExitZero(child);
     });
 
     it("leaves the operator's own heap flag in NODE_OPTIONS alone and adds only the other", async () => {
       const { child, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } } }, { NODE_OPTIONS: '--max-old-space-size=200' });
-      expect(heap.flags).toEqual(['--max-semi-space-size=2', '--max-old-space-size=200']);
+      expect(heap.flags).toEqual(['--max-semi-space-size=16', '--max-old-space-size=200']);
       expect(commandLine).not.toContain('--max-old-space-size=160');
-      expect(heap.heapLimitMiB).toBeGreaterThanOrEqual(200);
-      expect(heap.heapLimitMiB).toBeLessThanOrEqual(200 + 4 * 2);
+      expect(heap.heapLimitMiB).toBe(200 + youngGenerationMiB(16));
       await stopsWithExitZero(child);
     });
   });

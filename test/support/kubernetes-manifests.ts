@@ -17,7 +17,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodMonitor, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { loadConfig, memoryTierBytes, type Config } from '../../src/config.js';
-import { heapSizingFor } from '../../src/runtime/heap-sizing.js';
+import { heapSizingFor, youngGenerationMiB } from '../../src/runtime/heap-sizing.js';
 import { projectRoot } from '../../src/paths.js';
 
 export const ROOT = projectRoot();
@@ -207,11 +207,12 @@ export function memoryBytes(quantity: string | number): number {
 
 const MiB = 2 ** 20;
 /**
- * What node holds beyond V8's old space: the young generation (3 semi-spaces of 2 MiB), code,
- * buffers and what the allocator keeps; the README's recipe (256 MiB + twice the tier, i.e. the
- * derived old space + 128 MiB) measured RSS peaks 100 to 250 MiB below that.
+ * What node holds beyond V8's heap (the old space and the young generation of three semi-spaces):
+ * code, buffers and what the allocator keeps. The recipe (old space + young generation + 128 MiB:
+ * 304 MiB + twice the tier at the defaults) measured RSS peaks far below that under a flood of
+ * misses (docs/benchmarks.md, "Memory a deployment needs").
  */
-export const BEYOND_OLD_SPACE_MIB = 128;
+export const BEYOND_HEAP_MIB = 128;
 
 export interface ProxyPod {
   deployment: Any;
@@ -353,20 +354,22 @@ export function consistencyProblems(objects: K8sObject[]): string[] {
     `terminationGracePeriodSeconds ${termination} < preStop ${preStop ?? 0} s + server.shutdownGraceMs ${config.server.shutdownGraceMs} ms + chainTip.pollTimeoutMs ${config.chainTip.pollTimeoutMs} ms`,
   );
 
-  // Memory: V8's old space as the proxy sizes it (or as NODE_OPTIONS sets it), plus what node holds beyond it.
-  const flag = /--max[-_]old[-_]space[-_]size[= ](\d+)/.exec(env.NODE_OPTIONS ?? '');
-  const oldSpaceMiB = flag ? Number(flag[1]) : heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB).maxOldSpaceMiB;
-  const neededBytes = (oldSpaceMiB + BEYOND_OLD_SPACE_MIB) * MiB;
+  // Memory: V8's heap as the proxy sizes it (or as NODE_OPTIONS sets it): the old space and the
+  // young generation (three semi-spaces), plus what node holds beyond it.
+  const sizing = heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB, config.heap.maxSemiSpaceMiB);
+  const oldFlag = /--max[-_]old[-_]space[-_]size[= ](\d+)/.exec(env.NODE_OPTIONS ?? '');
+  const semiFlag = /--max[-_]semi[-_]space[-_]size[= ](\d+)/.exec(env.NODE_OPTIONS ?? '');
+  const oldSpaceMiB = oldFlag ? Number(oldFlag[1]) : sizing.maxOldSpaceMiB;
+  const youngMiB = youngGenerationMiB(semiFlag ? Number(semiFlag[1]) : sizing.maxSemiSpaceMiB);
+  const neededBytes = (oldSpaceMiB + youngMiB + BEYOND_HEAP_MIB) * MiB;
+  const heap = `old space ${oldSpaceMiB} MiB + young generation ${youngMiB} MiB + ${BEYOND_HEAP_MIB} MiB`;
   const limit = container.resources?.limits?.memory;
   const request = container.resources?.requests?.memory;
   if (limit === undefined || request === undefined) problems.push('the proxy container has no memory request or limit');
   else {
     const tier = `memory tier ${memoryTierBytes(config) / MiB} MiB (${config.redis.url ? 'cache.memory.maxBytesWithRedis' : 'cache.memory.maxBytes'})`;
-    check(memoryBytes(limit) >= neededBytes, `memory limit ${limit} < old space ${oldSpaceMiB} MiB + ${BEYOND_OLD_SPACE_MIB} MiB for the ${tier}`);
-    check(
-      memoryBytes(limit) <= neededBytes * 1.5,
-      `memory limit ${limit} is far above old space ${oldSpaceMiB} MiB + ${BEYOND_OLD_SPACE_MIB} MiB for the ${tier}`,
-    );
+    check(memoryBytes(limit) >= neededBytes, `memory limit ${limit} < ${heap} for the ${tier}`);
+    check(memoryBytes(limit) <= neededBytes * 1.5, `memory limit ${limit} is far above ${heap} for the ${tier}`);
     check(memoryBytes(request) === memoryBytes(limit), `memory request ${request} is not the limit ${limit}: the heap grows to its limit under load`);
   }
 

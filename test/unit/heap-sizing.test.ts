@@ -1,6 +1,6 @@
 /** V8's heap limits derived from the memory tier (issue 14), and which flags main.ts adds. */
 import { describe, expect, it } from 'vitest';
-import { derivedMaxOldSpaceMiB, heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags, SEMI_SPACE_MIB } from '../../src/runtime/heap-sizing.js';
+import { derivedMaxOldSpaceMiB, heapFlagsIn, heapFlagsToAdd, heapSizingFor, nodeFlags, youngGenerationMiB } from '../../src/runtime/heap-sizing.js';
 
 const MiB = 2 ** 20;
 
@@ -12,9 +12,26 @@ describe('heap sizing', () => {
     expect(derivedMaxOldSpaceMiB(1)).toBe(129);
   });
 
-  it('takes heap.maxOldSpaceMiB over the derived size, and a small young generation either way', () => {
-    expect(heapSizingFor(16 * MiB, null)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: SEMI_SPACE_MIB });
-    expect(heapSizingFor(16 * MiB, 200)).toEqual({ maxOldSpaceMiB: 200, maxSemiSpaceMiB: SEMI_SPACE_MIB });
+  it('takes heap.maxOldSpaceMiB over the derived size, and a 16 MiB semi-space either way by default (issue 18)', () => {
+    expect(heapSizingFor(16 * MiB, null)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: 16 });
+    expect(heapSizingFor(16 * MiB, 200)).toEqual({ maxOldSpaceMiB: 200, maxSemiSpaceMiB: 16 });
+  });
+
+  it('takes heap.maxSemiSpaceMiB as the semi-space, whatever the old space', () => {
+    expect(heapSizingFor(16 * MiB, null, 2)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: 2 });
+    expect(heapSizingFor(128 * MiB, 300, 64)).toEqual({ maxOldSpaceMiB: 300, maxSemiSpaceMiB: 64 });
+    expect(heapFlagsToAdd(heapSizingFor(32 * MiB, null, 4), nodeFlags([], undefined))).toEqual(['--max-old-space-size=192', '--max-semi-space-size=4']);
+  });
+
+  it("lets the operator's own --max-semi-space-size win over heap.maxSemiSpaceMiB", () => {
+    const sizing = heapSizingFor(16 * MiB, null, 2);
+    expect(heapFlagsToAdd(sizing, nodeFlags([], '--max-semi-space-size=32'))).toEqual(['--max-old-space-size=160']);
+    expect(heapFlagsToAdd(sizing, nodeFlags(['--max_semi_space_size', '8'], undefined))).toEqual(['--max-old-space-size=160']);
+  });
+
+  it('counts the young generation as three semi-spaces (two and a new large-object space)', () => {
+    expect(youngGenerationMiB(16)).toBe(48);
+    expect(youngGenerationMiB(2)).toBe(6);
   });
 
   it('adds both flags when node was given neither', () => {

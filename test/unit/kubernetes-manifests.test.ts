@@ -156,7 +156,7 @@ describe('the consistency checks catch', () => {
       'stacks-cache-proxy',
       (d) => (proxyContainer(d).resources = { requests: { memory: '384Mi' }, limits: { memory: '384Mi' } }),
     );
-    expect(problemsOf(small)).toMatch(/memory limit 384Mi < old space 384 MiB \+ 128 MiB/);
+    expect(problemsOf(small)).toMatch(/memory limit 384Mi < old space 384 MiB \+ young generation 48 MiB \+ 128 MiB/);
     const large = changed(
       'Deployment',
       'stacks-cache-proxy',
@@ -181,6 +181,17 @@ describe('the consistency checks catch', () => {
       proxyContainer(d).env.push({ name: 'NODE_OPTIONS', value: '--max-old-space-size=1024' }),
     );
     expect(problemsOf(objects)).toMatch(/old space 1024 MiB/);
+  });
+
+  it('a young generation grown by heap.maxSemiSpaceMiB or NODE_OPTIONS without the limit (three semi-spaces)', () => {
+    const bySetting = changed('ConfigMap', 'stacks-cache-proxy-config', (c) => {
+      const config = JSON.parse(c.data['config.json']);
+      config.heap = { ...config.heap, maxSemiSpaceMiB: 64 };
+      c.data['config.json'] = JSON.stringify(config);
+    });
+    expect(problemsOf(bySetting)).toMatch(/< old space 384 MiB \+ young generation 192 MiB/);
+    const byFlag = changed('Deployment', 'stacks-cache-proxy', (d) => proxyContainer(d).env.push({ name: 'NODE_OPTIONS', value: '--max-semi-space-size=64' }));
+    expect(problemsOf(byFlag)).toMatch(/< old space 384 MiB \+ young generation 192 MiB/);
   });
 
   it('a shutdown grace longer than the pod is given', () => {
