@@ -23,7 +23,7 @@ import { startFakeUpstream, startRedis, waitFor, type FakeUpstream } from '../te
 import { Cleanup } from './check-dashboards/cleanup.js';
 import { evaluateAll, expressionsToCheck, report } from './check-dashboards/evaluation.js';
 import { scrapeCount, startPrometheus, type Prometheus } from './check-dashboards/prometheus.js';
-import { startMainProxy, startPeerProxy } from './check-dashboards/proxies.js';
+import { startMainProxy, startPeerProxy, startWorkerLikeProxy } from './check-dashboards/proxies.js';
 import { startTraffic, TrafficMix } from './check-dashboards/traffic.js';
 
 // rate() needs two samples in its window; a few more make the newest window span whole rounds.
@@ -36,9 +36,11 @@ interface Servers {
   upstream: FakeUpstream;
   main: ProxyServer;
   peer: ProxyServer;
+  /** Without Redis, its single-flight through a primary as in worker mode. */
+  worker: ProxyServer;
 }
 
-/** A temp dir, redis-server, the fake upstream and both proxy instances, each registered for clean-up. */
+/** A temp dir, redis-server, the fake upstream and the three proxy instances, each registered for clean-up. */
 async function startServers(cleanup: Cleanup): Promise<Servers> {
   const dir = await mkdtemp(join(tmpdir(), 'check-dashboards-'));
   cleanup.add('remove temp dir', () => rm(dir, { recursive: true, force: true }));
@@ -52,18 +54,20 @@ async function startServers(cleanup: Cleanup): Promise<Servers> {
   cleanup.add('close main proxy', () => main.close());
   const peer = await startPeerProxy(upstream.url, redis.url);
   cleanup.add('close peer proxy', () => peer.close());
-  return { dir, upstream, main, peer };
+  const worker = await startWorkerLikeProxy(upstream.url);
+  cleanup.add('close worker-like proxy', () => worker.close());
+  return { dir, upstream, main, peer, worker };
 }
 
-/** Traffic from before the first scrape until the end, and Prometheus scraping both instances. */
-async function scrapeUnderTraffic(cleanup: Cleanup, { dir, upstream, main, peer }: Servers): Promise<Prometheus> {
-  const mix = new TrafficMix(main, peer, upstream);
+/** Traffic from before the first scrape until the end, and Prometheus scraping every instance. */
+async function scrapeUnderTraffic(cleanup: Cleanup, { dir, upstream, main, peer, worker }: Servers): Promise<Prometheus> {
+  const mix = new TrafficMix(main, peer, upstream, worker);
   await mix.round(); // every series exists from the first scrape on
   const traffic = startTraffic(mix);
   cleanup.add('stop traffic', () => traffic.stop());
   // Prometheus scrapes the admin listener, where /metrics is served.
   const prometheus = await startPrometheus(
-    [main, peer].map((proxy) => `127.0.0.1:${proxy.adminPort}`),
+    [main, peer, worker].map((proxy) => `127.0.0.1:${proxy.adminPort}`),
     dir,
   );
   cleanup.add('stop prometheus', () => prometheus.stop());

@@ -4,6 +4,9 @@
  */
 import { createLogger } from '../../src/logger.js';
 import { startProxy, type ProxyServer } from '../../src/composition-root.js';
+import { FlightCoordinator } from '../../src/cluster/flight-coordinator.js';
+import { isFlightAsk, isFlightDone, type FlightAsk, type FlightDone } from '../../src/cluster/messages.js';
+import { WorkerFlight } from '../../src/cluster/worker-flight.js';
 import { testConfig } from '../../testkit/index.js';
 
 /** Small enough that the traffic mix expires mempool entries (revalidations, stale serves) quickly. */
@@ -73,4 +76,34 @@ export async function startPeerProxy(upstreamUrl: string, redisUrl: string): Pro
     },
   });
   return startProxy(config, { logger: createLogger(config.logLevel), defaultMetrics: false });
+}
+
+/**
+ * An instance as a worker of worker mode without Redis is (src/cluster/worker.ts): its single-flight
+ * asks a primary before every upstream fetch, so the primary single-flight panel has data. The
+ * primary's own FlightCoordinator runs here in the same process, every message structured-cloned
+ * and delivered on a later tick as the cluster's IPC channel would; one worker, so its misses lead.
+ */
+export async function startWorkerLikeProxy(upstreamUrl: string): Promise<ProxyServer> {
+  const config = testConfig({ upstreamUrls: [upstreamUrl], overrides: SHARED_SETTINGS });
+  const { waitMs, lockTtlMs } = config.cache.sharedSingleFlight;
+  const maxEntryBytes = config.cache.memory.maxEntryBytes;
+  let flight: WorkerFlight | undefined;
+  const primary = new FlightCoordinator({ maxKeys: 10_000, maxWaitersPerKey: 1_024, maxEntryBytes, holdMs: lockTtlMs }, (_worker, answer) => {
+    const copy = structuredClone(answer);
+    setImmediate(() => flight?.received(copy));
+  });
+  const send = (message: FlightAsk | FlightDone): boolean => {
+    const copy: unknown = structuredClone(message);
+    setImmediate(() => {
+      if (isFlightAsk(copy)) primary.ask(0, copy);
+      else if (isFlightDone(copy)) primary.done(0, copy);
+    });
+    return true;
+  };
+  return startProxy(config, {
+    logger: createLogger(config.logLevel),
+    defaultMetrics: false,
+    crossProcessFlight: (telemetry) => (flight = new WorkerFlight({ waitMs, maxEntryBytes }, send, telemetry)),
+  });
 }

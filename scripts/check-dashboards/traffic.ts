@@ -74,6 +74,7 @@ export class TrafficMix {
     private readonly main: ProxyServer,
     private readonly peer: ProxyServer,
     private readonly upstream: FakeUpstream,
+    private readonly worker: ProxyServer,
   ) {}
 
   async round(): Promise<void> {
@@ -83,6 +84,7 @@ export class TrafficMix {
     await this.get(this.main, ...SURFACE_PATHS, ...SURFACE_PATHS);
     await this.concurrentMisses();
     await this.missesAcrossInstances();
+    await this.missesThroughPrimary();
     await this.overloadPeer();
     await this.upstreamFailures();
     await this.expireMempoolEntries();
@@ -144,6 +146,12 @@ export class TrafficMix {
       await sleep(LOCK_HEAD_START_MS);
       await Promise.all([first, this.get(this.peer, path)]);
     });
+  }
+
+  /** Misses on the worker-like instance: each asks its primary first (the primary single-flight panel). */
+  private async missesThroughPrimary(): Promise<void> {
+    const path = `/extended/v1/tx/${unknownTxId()}`;
+    await Promise.all([this.get(this.worker, path), this.get(this.worker, path)]);
   }
 
   /** Distinct misses at once on the peer: its upstream queue overflows and the rest get 503. */
