@@ -4,9 +4,9 @@
  */
 import { createLogger } from '../../src/logger.js';
 import { startProxy, type ProxyServer } from '../../src/composition-root.js';
-import { FlightCoordinator } from '../../src/cluster/flight-coordinator.js';
+import { FlightCoordinator, flightLimitsFor } from '../../src/cluster/flight-coordinator.js';
 import { isFlightAsk, isFlightDone, type FlightAsk, type FlightDone } from '../../src/cluster/messages.js';
-import { WorkerFlight } from '../../src/cluster/worker-flight.js';
+import { WorkerFlight, workerFlightSettingsFor } from '../../src/cluster/worker-flight.js';
 import { testConfig } from '../../testkit/index.js';
 
 /** Small enough that the traffic mix expires mempool entries (revalidations, stale serves) quickly. */
@@ -86,10 +86,8 @@ export async function startPeerProxy(upstreamUrl: string, redisUrl: string): Pro
  */
 export async function startWorkerLikeProxy(upstreamUrl: string): Promise<ProxyServer> {
   const config = testConfig({ upstreamUrls: [upstreamUrl], overrides: SHARED_SETTINGS });
-  const { waitMs, lockTtlMs } = config.cache.sharedSingleFlight;
-  const maxEntryBytes = config.cache.memory.maxEntryBytes;
   let flight: WorkerFlight | undefined;
-  const primary = new FlightCoordinator({ maxKeys: 10_000, maxWaitersPerKey: 1_024, maxEntryBytes, holdMs: lockTtlMs }, (_worker, answer) => {
+  const primary = new FlightCoordinator(flightLimitsFor(config), (_worker, answer) => {
     const copy = structuredClone(answer);
     setImmediate(() => flight?.received(copy));
   });
@@ -104,6 +102,6 @@ export async function startWorkerLikeProxy(upstreamUrl: string): Promise<ProxySe
   return startProxy(config, {
     logger: createLogger(config.logLevel),
     defaultMetrics: false,
-    crossProcessFlight: (telemetry) => (flight = new WorkerFlight({ waitMs, maxEntryBytes }, send, telemetry)),
+    crossProcessFlight: (telemetry) => (flight = new WorkerFlight(workerFlightSettingsFor(config), send, telemetry)),
   });
 }

@@ -6,6 +6,7 @@
  * they do when a Redis lock holder fails. Everything is bounded: keys held, waiters per key,
  * bytes relayed. It keeps no entry: bytes pass through to the waiters and are dropped.
  */
+import type { Config } from '../config.js';
 import type { FlightAnswer, FlightAsk, FlightDone } from './messages.js';
 
 export interface FlightLimits {
@@ -32,6 +33,24 @@ interface Flight {
 }
 
 /** Runs `fire` after `ms` unless cancelled (tests pass their own). */
+/**
+ * Keys led at once, and waiters on one key. A worker asks once per key (its own single-flight
+ * joins the rest), so waiters per key stay below the worker count (at most 256) but for the rare
+ * ask of a newer activity generation.
+ */
+const MAX_FLIGHT_KEYS = 10_000;
+const MAX_FLIGHT_WAITERS = 1_024;
+
+/** The primary's limits for a config: entries relayed up to the memory tier's largest, held up to the lock TTL. */
+export function flightLimitsFor(config: Config): FlightLimits {
+  return {
+    maxKeys: MAX_FLIGHT_KEYS,
+    maxWaitersPerKey: MAX_FLIGHT_WAITERS,
+    maxEntryBytes: config.cache.memory.maxEntryBytes,
+    holdMs: config.cache.sharedSingleFlight.lockTtlMs,
+  };
+}
+
 export type SetTimer = (ms: number, fire: () => void) => () => void;
 
 const realTimer: SetTimer = (ms, fire) => {

@@ -25,7 +25,7 @@ import {
   type MetricsAnswer,
   type WorkerReady,
 } from './messages.js';
-import { FlightCoordinator } from './flight-coordinator.js';
+import { FlightCoordinator, flightLimitsFor } from './flight-coordinator.js';
 import { aggregateWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { RestartBudget } from './restart-budget.js';
 
@@ -36,13 +36,6 @@ const RESTART_WINDOW_MS = 60_000;
 const METRICS_WAIT_MS = 5_000;
 /** Past every worker's own grace, how long the primary waits before it kills what still runs. */
 const STOP_MARGIN_MS = 5_000;
-/**
- * Single-flight through the primary: keys led at once, and waiters on one key. A worker asks once
- * per key (its own single-flight joins the rest), so waiters per key stay below the worker count
- * (at most 256) but for the rare ask of a newer activity generation.
- */
-const MAX_FLIGHT_KEYS = 10_000;
-const MAX_FLIGHT_WAITERS = 1_024;
 
 export interface ClusterStarted {
   boundUrl: string;
@@ -72,13 +65,7 @@ class Primary {
     private readonly config: Config,
     private readonly logger: Logger,
   ) {
-    const limits = {
-      maxKeys: MAX_FLIGHT_KEYS,
-      maxWaitersPerKey: MAX_FLIGHT_WAITERS,
-      maxEntryBytes: config.cache.memory.maxEntryBytes,
-      holdMs: config.cache.sharedSingleFlight.lockTtlMs,
-    };
-    this.flights = new FlightCoordinator(limits, (id, answer) => this.sendFlightAnswer(id, answer));
+    this.flights = new FlightCoordinator(flightLimitsFor(config), (id, answer) => this.sendFlightAnswer(id, answer));
   }
 
   async start(count: number): Promise<ClusterStarted> {

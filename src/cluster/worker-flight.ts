@@ -8,6 +8,7 @@
  * when `waitMs` passes, or when the primary cannot be reached.
  */
 import type { CacheEntry } from '../cache/entry.js';
+import type { Config } from '../config.js';
 import { decodeEntry, encodeEntry } from '../cache/entry.js';
 import type { CrossProcessFlight, SharedFlightOutcome } from '../cache/shared-flight.js';
 import type { PrimaryFlightOutcome, Telemetry } from '../telemetry/telemetry.js';
@@ -18,6 +19,10 @@ export interface WorkerFlightSettings {
   waitMs: number;
   /** Larger entries are not sent to the primary (its waiters fetch themselves): cache.memory.maxEntryBytes. */
   maxEntryBytes: number;
+}
+
+export function workerFlightSettingsFor(config: Config): WorkerFlightSettings {
+  return { waitMs: config.cache.sharedSingleFlight.waitMs, maxEntryBytes: config.cache.memory.maxEntryBytes };
 }
 
 /** The way to the primary: false when the message could not be sent (the channel is closed). */

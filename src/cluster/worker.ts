@@ -10,7 +10,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { startProxy, type ProxyServer } from '../composition-root.js';
 import { isMetricsRequest, type FlightAsk, type FlightDone, type MetricsAnswer, type WorkerReady } from './messages.js';
-import { WorkerFlight } from './worker-flight.js';
+import { WorkerFlight, workerFlightSettingsFor } from './worker-flight.js';
 
 export async function startWorker(config: Config, logger: Logger): Promise<ProxyServer> {
   const privateAdmin: Config = { ...config, admin: { ...config.admin, host: '127.0.0.1', port: 0 } };
@@ -35,11 +35,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
   process.on('disconnect', () => flight?.disconnected());
   const proxy = await startProxy(privateAdmin, {
     logger,
-    crossProcessFlight: (telemetry) => {
-      const settings = { waitMs: config.cache.sharedSingleFlight.waitMs, maxEntryBytes: config.cache.memory.maxEntryBytes };
-      flight = new WorkerFlight(settings, send, telemetry);
-      return flight;
-    },
+    crossProcessFlight: (telemetry) => (flight = new WorkerFlight(workerFlightSettingsFor(config), send, telemetry)),
   });
   started.proxy = proxy;
   send({ type: 'scp:ready', boundUrl: proxy.boundUrl, url: proxy.url, adminUrl: proxy.adminUrl });
