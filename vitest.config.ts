@@ -9,6 +9,8 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Suites start real servers (fake upstream, proxy, redis-server) on random ports.
     pool: 'forks',
+    // dist/ for the suites that run the built proxy (test/support/build-dist.ts).
+    globalSetup: ['./test/support/build-dist.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

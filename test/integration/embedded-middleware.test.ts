@@ -6,10 +6,9 @@
  * child process importing 'stacks-cache-proxy' by its package name, that close() leaves nothing
  * keeping the process alive.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -188,10 +187,6 @@ describe('createProxy: the middleware in an Express 5 app', () => {
 });
 
 describe("import { createProxy } from 'stacks-cache-proxy'", () => {
-  beforeAll(() => {
-    execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
-  }, 120_000);
-
   it('resolves through package.json exports; after close() nothing keeps the process alive', async () => {
     // The child mounts the proxy in an Express app, reads one route through it, closes both
     // and then simply returns: the process must end by itself (no timer, socket or pool left).

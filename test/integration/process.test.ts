@@ -2,7 +2,7 @@
  * The public interface as an operator meets it: `node dist/src/main.js` (what `npm start`
  * runs) configured by environment variables, and a bad setting stopping start-up.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,10 +15,6 @@ import { fetchRaw } from '../support/http.js';
 const root = projectRoot();
 const main = join(root, 'dist', 'src', 'main.js');
 let upstream: FakeUpstream;
-
-beforeAll(() => {
-  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
-}, 120_000);
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();

@@ -4,7 +4,7 @@
  * had started (a child process with Redis that ends by itself), the `listening` line shows the
  * address as configured, and /ready says from the first second why the proxy is not ready.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,9 +21,6 @@ let redis: TestRedis;
 let taken: Server;
 let takenPort: number;
 
-beforeAll(() => {
-  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
-}, 120_000);
 beforeAll(async () => {
   upstream = await startFakeUpstream();
   redis = await startRedis();

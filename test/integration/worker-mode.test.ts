@@ -4,7 +4,7 @@
  * each client lands on; both workers serve; the admin port's /metrics adds the workers up; a
  * killed worker is replaced; SIGTERM drains every worker and the primary exits 0.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,10 +18,6 @@ const main = join(root, 'dist', 'src', 'main.js');
 let upstream: FakeUpstream;
 let redis: TestRedis;
 let configDir: string;
-
-beforeAll(() => {
-  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
-}, 120_000);
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
