@@ -263,6 +263,14 @@ export const ConfigSchema = z
           .describe(
             "V8's semi-space in MiB (`node --max-semi-space-size`): the young generation, where per-request garbage dies, is three of them (so 48 MiB by default). The trade is CPU and latency against memory: a request that waits on I/O (a Redis-tier hit, a miss, the passthrough) keeps its short-lived objects alive while many others run, and a small young generation then promotes them to the old space at every scavenge, which costs mark-compacts later (issue 18: a Redis-tier hit took 111-113 µs CPU with `2` against 92-102 µs with `16`; a memory hit cost the same either way). A smaller one holds less memory (`2`, the default before issue 18, took about 20 MiB off the idle process and 13 to 49 MiB off the RSS peak under a flood of distinct misses; the young generation can take up to 3 MiB per MiB of this): size the container from it (see [Container memory](deployment.md#container-memory)). A `--max-semi-space-size` given on node's command line or in `NODE_OPTIONS` wins over this. At least `1`",
           ),
+        markingStartPercent: z
+          .number()
+          .int()
+          .min(0)
+          .max(99)
+          .describe(
+            "When V8 starts marking the old space for a full collection, in percent of the old space's current limit (`node --incremental-marking-soft-trigger`); `0` leaves it to V8's own rule. That rule starts a marking as soon as the room left below the limit is smaller than the young generation, which with a 16 MiB semi-space and the small old space this process gives itself is always: then every scavenge that promotes anything (requests that wait on I/O: Redis-tier hits, misses, the passthrough) is followed by a mark-compact (issue 18: one per 1,200 Redis-tier hits with `0`, one per 6,000 to 7,500 with `80`). The limit V8 sets, and so the memory bound, is the same either way: a full collection starts when the old space nears it. A `--incremental-marking-soft-trigger` given on node's command line wins over this. `0` to `99`",
+          ),
       })
       .strict(),
     finality: z.object({ burnConfirmations: nonNegativeInt.describe('Burn blocks on top before data is `final`') }).strict(),

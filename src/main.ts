@@ -30,9 +30,9 @@ const { startWorker } = await import('./cluster/worker.js');
 
 const MiB = 2 ** 20;
 
-/** The heap flags (heap.maxOldSpaceMiB, heap.maxSemiSpaceMiB) node was not given on its command line or in NODE_OPTIONS. */
+/** The heap flags (heap.maxOldSpaceMiB, heap.maxSemiSpaceMiB, heap.markingStartPercent) node was not given on its command line or in NODE_OPTIONS. */
 function heapFlagsMissing(config: Config): string[] {
-  const sizing = heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB, config.heap.maxSemiSpaceMiB);
+  const sizing = heapSizingFor(memoryTierBytes(config), config.heap.maxOldSpaceMiB, config.heap.maxSemiSpaceMiB, config.heap.markingStartPercent);
   return heapFlagsToAdd(sizing, nodeFlags(process.execArgv, process.env.NODE_OPTIONS));
 }
 
