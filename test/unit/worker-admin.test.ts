@@ -16,13 +16,21 @@ const answered = (id: number, status: number, body: unknown, headers: Record<str
   pid: 100 + id,
   answer: { status, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': '999', ...headers }, body: json(body) },
 });
-const purged = (memory: number, redis: number | null, matched: unknown = { kind: 'all' }, coalesced = false) => ({ purged: { memory, redis }, matched, coalesced });
+const purged = (memory: number, redis: number | null, matched: unknown = { kind: 'all' }, coalesced = false) => ({
+  purged: { memory, redis },
+  matched,
+  coalesced,
+});
 const headerOf = (headers: string[], name: string) => headers[headers.indexOf(name) + 1];
 const bodyOf = (body: Buffer) => JSON.parse(body.toString('utf8')) as Record<string, unknown>;
 
 describe('combineAdminAnswers', () => {
   it('every worker purged: 200 in the single-process shape, memory entries and Redis keys added up', () => {
-    const combined = combineAdminAnswers('POST /admin/purge', [answered(1, 200, purged(3, 5)), answered(2, 200, purged(4, 0)), answered(3, 200, purged(0, 0))], 'rid');
+    const combined = combineAdminAnswers(
+      'POST /admin/purge',
+      [answered(1, 200, purged(3, 5)), answered(2, 200, purged(4, 0)), answered(3, 200, purged(0, 0))],
+      'rid',
+    );
     expect(combined.status).toBe(200);
     expect(bodyOf(combined.body)).toEqual(purged(7, 5));
     expect(headerOf(combined.headers, 'content-length')).toBe(String(combined.body.length));
@@ -50,7 +58,11 @@ describe('combineAdminAnswers', () => {
 
   it('one worker failed: the worst status in the error shape, naming that worker and its reason', () => {
     const failure = { statusCode: 503, error: 'Service Unavailable', message: 'purged 2 memory entries, but Redis failed: timeout' };
-    const combined = combineAdminAnswers('POST /admin/purge', [answered(1, 200, purged(3, 5)), answered(2, 503, failure), answered(3, 200, purged(1, 0))], 'rid');
+    const combined = combineAdminAnswers(
+      'POST /admin/purge',
+      [answered(1, 200, purged(3, 5)), answered(2, 503, failure), answered(3, 200, purged(1, 0))],
+      'rid',
+    );
     expect(combined.status).toBe(503);
     const body = bodyOf(combined.body);
     expect(Object.keys(body)).toEqual(['statusCode', 'error', 'message']);
@@ -74,7 +86,9 @@ describe('combineAdminAnswers', () => {
       'rid',
     );
     expect(combined.status).toBe(502);
-    expect(bodyOf(combined.body).message).toBe('POST /admin/purge succeeded on 0 of 2 workers; worker 1 (pid 101) answered 400: nope; worker 2 did not answer: timeout');
+    expect(bodyOf(combined.body).message).toBe(
+      'POST /admin/purge succeeded on 0 of 2 workers; worker 1 (pid 101) answered 400: nope; worker 2 did not answer: timeout',
+    );
   });
 
   it('no worker ready: 503', () => {
