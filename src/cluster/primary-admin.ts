@@ -105,7 +105,9 @@ export function createPrimaryAdmin(deps: PrimaryAdminDeps) {
     const method = req.method ?? 'POST';
     const answers = await askAll(method, req.url ?? '/', forwardedHeaders(req, requestId), FANOUT_WAIT_MS, body);
     const combined = combineAdminAnswers(`${method} ${path}`, answers, requestId);
-    const failed = answers.filter((a) => !('answer' in a) || a.answer.status !== combined.status);
+    const failed = answers
+      .filter((a) => !('answer' in a) || a.answer.status !== combined.status)
+      .map((a) => ({ worker: a.id, pid: a.pid, ...('answer' in a ? { status: a.answer.status } : { error: a.error }) }));
     if (failed.length > 0 || combined.status >= 500)
       deps.logger.warn({ reqId: requestId, status: combined.status, path: req.url, failed }, 'admin call failed on a worker');
     res.writeHead(combined.status, combined.headers);
