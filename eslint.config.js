@@ -77,6 +77,10 @@ const PURE = [
   'src/live/rpc-topics.ts',
   'src/live/socket-io-topics.ts',
   'src/live/client-bounds.ts',
+  // Worker mode's admin port: how the workers' answers combine into one.
+  'src/cluster/combine-admin-answers.ts',
+  'src/cluster/combine-readiness.ts',
+  'src/cluster/combine-status-reports.ts',
 ];
 const IMPURE_HELPERS = {
   group: ['**/telemetry/*', '**/logger.js', '**/clock.js'],

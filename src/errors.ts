@@ -17,13 +17,16 @@ const REASON: Record<number, string> = {
   504: 'Gateway Timeout',
 };
 
+/** The reason phrase an error body's `error` carries for `status`. */
+export const reasonOf = (status: number): string => REASON[status] ?? 'Error';
+
 export interface ErrorReply {
   status: number;
   body: string;
 }
 
 function reply(status: number, message: string, code?: string): ErrorReply {
-  const error = REASON[status] ?? 'Error';
+  const error = reasonOf(status);
   const payload = code === undefined ? { statusCode: status, error, message } : { statusCode: status, code, error, message };
   return { status, body: JSON.stringify(payload) };
 }

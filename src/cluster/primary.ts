@@ -1,14 +1,13 @@
 /**
  * The primary of worker mode (`server.workers` > 1): it serves no request itself. It forks the
  * workers (worker.ts), which share the public port through node:cluster; it serves the admin
- * port, answering /metrics with every worker's metrics combined (metrics-aggregation.ts) and
- * forwarding anything else (/health, /ready, the status page, the admin API) to one worker's
- * private admin listener; without Redis it coordinates single-flight across the workers
+ * port (primary-admin.ts: /metrics, /ready, the status report and purges asked of every worker
+ * and answered as one; anything else forwarded to one worker's private admin listener); without Redis it coordinates single-flight across the workers
  * (flight-coordinator.ts); it replaces a worker that dies (within a restart budget); and on
  * SIGTERM/SIGINT it has every worker drain (each within server.shutdownGraceMs) before it exits.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { systemClock } from '../clock.js';
@@ -28,6 +27,7 @@ import {
 import { FlightCoordinator, flightLimitsFor } from './flight-coordinator.js';
 import { aggregateWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { RestartBudget } from './restart-budget.js';
+import { answerText, createPrimaryAdmin, type AdminTarget } from './primary-admin.js';
 
 /** Restarts of dead workers allowed within RESTART_WINDOW_MS before the primary gives up (exit 1). */
 const MAX_RESTARTS = 5;
@@ -158,30 +158,20 @@ class Primary {
       shutdownGraceMs: server.shutdownGraceMs,
     };
     try {
-      return await startHttpServer((req, res) => this.handleAdmin(req, res), options);
+      const handleAdmin = createPrimaryAdmin({
+        logger: this.logger,
+        workers: () => this.adminTargets(),
+        answerMetrics: (req, res) => void this.answerMetrics(req, res),
+      });
+      return await startHttpServer(handleAdmin, options);
     } catch (error) {
       throw listenError(error, ADMIN_LISTENER, admin.host, admin.port);
     }
   }
 
-  private handleAdmin(req: IncomingMessage, res: ServerResponse): void {
-    const path = req.url ?? '';
-    if ((req.method === 'GET' || req.method === 'HEAD') && path.split('?')[0] === '/metrics') {
-      void this.answerMetrics(req, res);
-      return;
-    }
-    const target = [...this.ready.values()][0];
-    // Origin-form only: an absolute URL here must not pick where the primary connects.
-    if (!path.startsWith('/') || !target) {
-      answerText(res, target ? 400 : 503, target ? 'bad request target' : 'no worker is ready');
-      return;
-    }
-    const forwarded = request(new URL(path, target.adminUrl), { method: req.method, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.rawHeaders);
-      answer.pipe(res);
-    });
-    forwarded.on('error', () => (res.headersSent ? res.destroy() : answerText(res, 502, 'the worker did not answer')));
-    req.pipe(forwarded);
+  /** The ready workers' admin listeners, oldest first. */
+  private adminTargets(): AdminTarget[] {
+    return [...this.ready].map(([id, ready]) => ({ id, pid: cluster.workers?.[id]?.process.pid, adminUrl: ready.adminUrl }));
   }
 
   private async answerMetrics(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -246,9 +236,4 @@ class Primary {
     await allExited;
     clearTimeout(deadline);
   }
-}
-
-function answerText(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) + 1 });
-  res.end(`${text}\n`);
 }

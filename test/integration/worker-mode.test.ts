@@ -281,3 +281,124 @@ describe('worker mode without Redis: single-flight through the primary', () => {
     for (const pid of workerPids(proxy)) expect(() => process.kill(pid, 0)).toThrow();
   });
 });
+
+/**
+ * The admin port in worker mode speaks for every worker (src/cluster/primary-admin.ts). Without
+ * Redis each worker has only its own memory tier, so a purge must reach each one: the tests
+ * below fill every worker's tier with the same block, purge it through the primary's admin port,
+ * and then see each worker's first answer for it come from the upstream again. Which worker
+ * served a request is read from its access-log line (the pid), found by the X-Request-Id sent.
+ */
+describe('worker mode: the admin port answers for every worker', () => {
+  const token = 'worker-admin-token';
+  let sent = 0;
+
+  /** A GET of `path` on a connection of its own: its X-Cache and the pid of the worker that answered. */
+  async function served(proxy: Running, path: string): Promise<{ cache: string; pid: number }> {
+    const id = `admin-fanout-${sent++}`;
+    const cache = await new Promise<string>((resolve, reject) => {
+      request(`${proxy.url}${path}`, { agent: false, headers: { 'x-request-id': id } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(String(res.headers['x-cache'])));
+      })
+        .on('error', reject)
+        .end();
+    });
+    await expect.poll(() => proxy.lines().some((line) => line.reqId === id)).toBe(true);
+    const line = proxy.lines().find((l) => l.reqId === id) as Record<string, unknown>;
+    return { cache, pid: line.pid as number };
+  }
+
+  /** Requests `path` until every worker has answered it once: each worker's first answer, by pid. */
+  async function untilEveryWorkerServed(proxy: Running, path: string, pids: number[]): Promise<Map<number, string>> {
+    const first = new Map<number, string>();
+    // The primary hands connections to the workers in turn: a few rounds reach all of them.
+    for (let i = 0; i < pids.length * 20 && first.size < pids.length; i++) {
+      const { cache, pid } = await served(proxy, path);
+      if (!first.has(pid)) first.set(pid, cache);
+    }
+    expect([...first.keys()].sort()).toEqual([...pids].sort());
+    return first;
+  }
+
+  const admin = (proxy: Running) => proxy.adminUrl.replace('0.0.0.0', '127.0.0.1');
+  const purge = (proxy: Running, body: unknown, authorization = `Bearer ${token}`) =>
+    fetch(`${admin(proxy)}/admin/purge`, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: JSON.stringify(body) });
+
+  it('without Redis a purge empties every worker’s memory tier; /status.json and /ready count every worker', async () => {
+    sent = 0;
+    const proxy = await run({ WORKERS: '3', ADMIN_TOKEN: token });
+    await expect.poll(() => workerPids(proxy).length).toBe(3);
+    const pids = workerPids(proxy);
+    const path = '/extended/v2/blocks/21';
+
+    // Every worker holds the block: after its first answer each worker answers HIT.
+    await untilEveryWorkerServed(proxy, path, pids);
+    const before = await untilEveryWorkerServed(proxy, path, pids);
+    expect([...before.values()]).toEqual(['HIT', 'HIT', 'HIT']);
+
+    // The token is checked by the workers: a wrong one is refused by all of them alike, as one 401.
+    const refused = await purge(proxy, { url: path }, 'Bearer wrong');
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await refused.json()).toMatchObject({ statusCode: 401, error: 'Unauthorized' });
+
+    const purged = await purge(proxy, { url: path });
+    expect(purged.status).toBe(200);
+    // The single-process shape, the three workers' memory entries added up: one each.
+    expect(await purged.json()).toEqual({ purged: { memory: 3, redis: null }, matched: { kind: 'keys', keys: [expect.any(String)] }, coalesced: false });
+
+    // No worker answers HIT any more: each one's first answer after the purge is a miss.
+    const after = await untilEveryWorkerServed(proxy, path, pids);
+    expect([...after.values()]).not.toContain('HIT');
+
+    // The status report is the host's: every worker listed, the requests of all of them counted.
+    const status = await fetch(`${admin(proxy)}/status.json`);
+    expect(status.status).toBe(200);
+    expect(status.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const report = (await status.json()) as {
+      traffic: { requests: number };
+      cache: { memory: { entries: number } };
+      purges: { local: number };
+      workers: Array<{ pid: number; error: string | null; requests: number; memoryEntries: number }>;
+    };
+    expect(report.workers.map((w) => w.pid).sort()).toEqual([...pids].sort());
+    expect(report.workers.map((w) => w.error)).toEqual([null, null, null]);
+    expect(report.traffic.requests).toBe(sent);
+    expect(report.traffic.requests).toBe(report.workers.reduce((total, w) => total + w.requests, 0));
+    expect(report.cache.memory.entries).toBe(report.workers.reduce((total, w) => total + w.memoryEntries, 0));
+    expect(report.purges.local).toBe(3);
+
+    // Ready: every worker is.
+    const ready = await fetch(`${admin(proxy)}/ready`);
+    expect(ready.status).toBe(200);
+    const readiness = (await ready.json()) as { ready: boolean; workers: Array<{ pid: number; ready: boolean }> };
+    expect(readiness.ready).toBe(true);
+    expect(readiness.workers.map((w) => w.pid).sort()).toEqual([...pids].sort());
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  });
+
+  it('a purge that fails on the workers (their Redis is gone) is answered 503 in the admin API’s error shape', async () => {
+    const ownRedis = await startRedis();
+    try {
+      const proxy = await run({ WORKERS: '2', ADMIN_TOKEN: token, REDIS_URL: ownRedis.url });
+      await expect.poll(() => workerPids(proxy).length).toBe(2);
+      await ownRedis.stop();
+      const failed = await purge(proxy, { all: true });
+      expect(failed.status).toBe(503);
+      const body = (await failed.json()) as Record<string, unknown>;
+      expect(Object.keys(body)).toEqual(['statusCode', 'error', 'message']);
+      expect(body).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+      expect(body.message).toMatch(/Redis failed/);
+
+      const exit = exitOf(proxy.child);
+      proxy.child.kill('SIGTERM');
+      await exit;
+    } finally {
+      await ownRedis.stop();
+    }
+  });
+});

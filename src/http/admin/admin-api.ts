@@ -31,7 +31,8 @@ export interface AdminApiDeps {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-const PATHS = new Set(['/admin/cache', '/admin/purge']);
+/** The admin API's paths (the primary of worker mode sends their state-changing calls to every worker). */
+export const ADMIN_API_PATHS: ReadonlySet<string> = new Set(['/admin/cache', '/admin/purge']);
 
 function sendJson(res: ServerResponse, status: number, value: unknown, requestId: string): void {
   const body = JSON.stringify(value);
@@ -39,10 +40,10 @@ function sendJson(res: ServerResponse, status: number, value: unknown, requestId
   res.end(body);
 }
 
-class BodyError extends Error {}
+export class BodyError extends Error {}
 
 /** The request body as text, refused past MAX_PURGE_BODY_BYTES. */
-function readBody(req: IncomingMessage): Promise<string> {
+export function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -145,7 +146,7 @@ export function createAdminApi(deps: AdminApiDeps) {
 
   /** `path` is the decided path; returns false when it is not an admin API path. */
   return (req: IncomingMessage, res: ServerResponse, path: string, url: string): boolean => {
-    if (!PATHS.has(path)) return false;
+    if (!ADMIN_API_PATHS.has(path)) return false;
     const requestId = requestIdOf(req);
     const refuse = (error: ErrorReply, extra: string[] = []) => sendError(res, error, 'NONE', ['x-request-id', requestId, ...extra]);
     const method = req.method ?? 'GET';

@@ -49,7 +49,8 @@ const ASSETS = new Map<string, Asset>([
   ['/favicon.svg', { contentType: 'image/svg+xml', body: STATUS_ICON }],
 ]);
 
-function send(res: ServerResponse, contentType: string, body: string, requestId: string): void {
+/** A status page file or report, with the page's headers (the primary of worker mode sends its combined report with it). */
+export function sendStatusFile(res: ServerResponse, contentType: string, body: string, requestId: string): void {
   res.writeHead(200, [
     'content-type',
     contentType,
@@ -94,12 +95,12 @@ export function createStatusEndpoints(deps: StatusEndpointDeps) {
     const requestId = requestIdOf(req);
     const asset = ASSETS.get(path);
     if (asset) {
-      send(res, asset.contentType, asset.body, requestId);
+      sendStatusFile(res, asset.contentType, asset.body, requestId);
       return true;
     }
     if (path !== '/status.json') return false;
     report().then(
-      (body) => send(res, 'application/json; charset=utf-8', body, requestId),
+      (body) => sendStatusFile(res, 'application/json; charset=utf-8', body, requestId),
       (error: unknown) => {
         deps.logger.error({ err: error, path }, 'status report failed');
         if (!res.headersSent) sendError(res, internalError('the status report failed'), 'NONE', ['x-request-id', requestId]);

@@ -24,6 +24,7 @@ export const STATUS_HTML = `<!doctype html>
   <h1>stacks-cache-proxy</h1>
   <span id="connection" class="badge unknown">connecting…</span>
   <span id="generated" class="muted"></span>
+  <span id="workers" class="muted"></span>
 </header>
 <main>
   <section class="card" id="chain-panel">
@@ -293,6 +294,16 @@ export const STATUS_JS = `'use strict';
     renderPurges(status.purges);
     renderLive(status.live, status.upstreams);
     setText('generated', 'as of ' + new Date(status.generatedAt).toLocaleTimeString());
+    renderWorkers(status.workers);
+  }
+
+  // Worker mode only: the report is the workers' combined; say how many, and which did not answer.
+  function renderWorkers(workers) {
+    if (!workers) return;
+    var missing = workers.filter(function (w) { return w.error !== null; });
+    setText('workers', num(workers.length) + ' workers combined' + (missing.length === 0 ? '' : '; not answering: ' + missing.map(function (w) {
+      return 'worker ' + w.id + ' (' + w.error + ')';
+    }).join(', ')));
   }
 
   function connection(ok, text) {

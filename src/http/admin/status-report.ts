@@ -37,7 +37,7 @@ export interface StatusSources {
 }
 
 /** Cache results that count towards a hit ratio; BYPASS and NONE were never cacheable. */
-interface Results {
+export interface Results {
   hit: number;
   stale: number;
   revalidated: number;
@@ -60,13 +60,13 @@ function add(results: Results, cache: string, count: number): void {
   results.total += count;
 }
 
-function withRatio(results: Results): Results {
+export function withRatio(results: Results): Results {
   const served = results.hit + results.stale;
   const cacheable = served + results.revalidated + results.miss;
   return { ...results, hitRatio: cacheable === 0 ? null : served / cacheable };
 }
 
-function grouped(rows: Array<{ group: string; cache: string; count: number }>): Record<string, Results> {
+export function grouped(rows: Array<{ group: string; cache: string; count: number }>): Record<string, Results> {
   const groups = new Map<string, Results>();
   for (const { group, cache, count } of rows) {
     let results = groups.get(group);
@@ -83,7 +83,61 @@ function grouped(rows: Array<{ group: string; cache: string; count: number }>): 
 
 const ageSeconds = (now: number, at: number): number => Math.max(0, (now - at) / 1000);
 
-export function statusReport(sources: StatusSources): Record<string, unknown> {
+/** A timed event's age in the report, rather than its clock time: the page needs no clock of its own. */
+interface Aged {
+  ageSeconds: number;
+}
+
+/**
+ * /status.json as a single process writes it. In worker mode the primary combines the workers'
+ * reports into this same shape (src/cluster/combine-status-reports.ts), adding `workers`.
+ */
+export interface StatusReport {
+  generatedAt: string;
+  chain: {
+    tip: { height: number; indexBlockHash: string; blockHash: string | null; burnHeight: number; ageSeconds: number } | null;
+    finality: { stacksHeight: number; burnHeight: number } | null;
+    lastPollError: ({ message: string; upstream: string | null } & Aged) | null;
+    reorgs: { total: number; purgedEntries: number; recent: Array<{ forkHeight: number; from: ReorgEnd; to: ReorgEnd } & Aged> };
+  };
+  upstreams: Array<{
+    origin: string;
+    usable: boolean;
+    breaker: string;
+    tipHeight: number | null;
+    lagBlocks: number | null;
+    rateLimitedMs: number | null;
+    inFlight: number | null;
+    queued: number | null;
+    pushFeedBelieved: boolean | null;
+    lastError: ({ kind: string; message: string; route: string } & Aged) | null;
+  }>;
+  traffic: {
+    requests: number;
+    requestsPerSecond: number | null;
+    upstreamRequests: number;
+    upstreamRequestsPerSecond: number | null;
+    rateWindowSeconds: number;
+  };
+  hitRatio: { overall: Results; byClass: Record<string, Results>; byRoute: Record<string, Results> };
+  cache: {
+    memory: StatusSources['memory'];
+    redis: { keys: number; usedMemoryBytes: number | null; evictedKeys: number | null; maxBytes: number | null } | { error: string } | null;
+  };
+  purges: {
+    local: number;
+    fromPeers: number;
+    recent: Array<{ kind: string; origin: string; removed: { memory: number; redis: number | null } } & Aged>;
+  };
+  live: { pushFeed: boolean; fanout: boolean; fanoutClients: { rpc: number; socketIo: number } | null };
+}
+
+interface ReorgEnd {
+  height: number;
+  burnHeight: number;
+}
+
+export function statusReport(sources: StatusSources): StatusReport {
   const { now, tip, chain, counts, redis } = sources;
   const overall = emptyResults();
   for (const { cache, count } of counts.requests) add(overall, cache, count);
