@@ -69,6 +69,8 @@ import { createWsRpcFanout, type WsRpcFanout } from './live/ws-rpc-fanout.js';
 import { createUpgradeRouter } from './live/upgrade-router.js';
 import { createSocketIoFanout, type SocketIoFanout } from './live/socket-io-fanout.js';
 import type { UpgradeListener } from './http/server-lifecycle.js';
+import type { TipShare } from './cluster/worker-tip-share.js';
+import { TipNewsRule } from './chain/tip-news.js';
 
 /** Every part the core builds that the standalone server, the package entry and the tests look at. */
 export interface ProxyParts {
@@ -152,6 +154,21 @@ export interface StartOptions {
    * passes the one through its primary (cluster/worker-flight.ts). With Redis, Redis's is used.
    */
   crossProcessFlight?: (telemetry: Telemetry) => CrossProcessFlight;
+  /**
+   * Worker mode: one tip poll and push feed per host (cluster/worker-tip-share.ts). This process
+   * follows the tip leader's news until the primary makes it the leader. Without it (a single
+   * process) it polls on the interval and follows the push feed itself.
+   */
+  tipShare?: TipShare;
+}
+
+/**
+ * A follower's own tip poll, for news the leader could not send (a notice lost, the leader dead
+ * before the primary designates another): the cadence a worker with a believed push feed polls
+ * at anyway (live.push.crossCheckIntervalMs), never more often than chainTip.pollIntervalMs.
+ */
+export function followerPollIntervalMs(config: Config): number {
+  return Math.max(config.live.push.crossCheckIntervalMs, config.chainTip.pollIntervalMs);
 }
 
 function createStores(config: Config, telemetry: Telemetry, ttl: TtlSettings, clock: Clock) {
@@ -653,12 +670,24 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
   if (admin.channel) stops.add('channels', () => admin.channel?.close());
 
   // The push feed starts after the first tip poll, since it compares its notifications with the polls.
+  const tipShare = options.tipShare;
+  const principalActivity = activity?.activity;
   const pushFeed = config.live.push.enabled
     ? new PushFeed({
         origins: upstream.origins,
         links: upstreamLinks,
         tracker,
-        activity: activity?.activity,
+        // The leader's pending transactions are the followers' too (only a leader's feed runs).
+        activity:
+          principalActivity && tipShare
+            ? {
+                recordBroadcast: (principals, at) => {
+                  const named = [...principals];
+                  principalActivity.recordBroadcast(named, at);
+                  tipShare.mempoolNews(named);
+                },
+              }
+            : principalActivity,
         settings: { ...config.live.push, pollIntervalMs: config.chainTip.pollIntervalMs },
         clock: now,
         telemetry,
@@ -684,9 +713,40 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
   if (redisNotifier) stops.add('pollers', () => redisNotifier.close());
 
   await tracker.pollOnce();
-  tracker.start();
-  pushFeed?.start();
-  redisNotifier?.start();
+  if (!tipShare) {
+    telemetry.tipLeading(true);
+    tracker.start();
+    pushFeed?.start();
+    redisNotifier?.start();
+  } else {
+    // A follower until the primary says otherwise: polls at the fallback interval, and on the leader's news.
+    telemetry.tipLeading(false);
+    tracker.setIntervalFor(() => followerPollIntervalMs(config));
+    tracker.start();
+    let stopping = false;
+    stops.add('stop-accepting', () => {
+      stopping = true;
+      tipShare.detach();
+    });
+    const news = new TipNewsRule();
+    tracker.onPolled((origin, tip) => {
+      if (news.isNews(origin, tip, tracker.tip)) tipShare.tipNews(origin);
+    });
+    tipShare.attach({
+      lead: () => {
+        if (stopping) return;
+        telemetry.tipLeading(true);
+        // The push feed sets its own intervals when it starts; without it, the configured one.
+        tracker.setIntervalFor(() => config.chainTip.pollIntervalMs);
+        pushFeed?.start();
+        redisNotifier?.start();
+        // At once: the previous leader may have died with news it had not sent.
+        for (const origin of upstream.origins) tracker.pollNow(origin);
+      },
+      pollNow: (origin) => tracker.pollNow(origin),
+      mempool: (principals) => principalActivity?.recordBroadcast(principals, now()),
+    });
+  }
   activity?.watcher?.start();
 
   return {

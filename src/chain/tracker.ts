@@ -310,6 +310,7 @@ export class ChainTipTracker {
   private async fetchTip(origin: string): Promise<ChainTip | undefined> {
     const known = this.perUpstream.get(origin);
     const headers: Record<string, string> = known ? { 'if-none-match': known.etag } : {};
+    this.telemetry.tipPolled();
     const response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers });
     if (response.status === 304 && known) return known.tip;
     const tip = response.status === 200 ? parseJson<StatusBody>(response.body)?.chain_tip : undefined;

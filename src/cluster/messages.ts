@@ -95,3 +95,50 @@ export function isFlightAnswer(message: unknown): message is FlightAnswer {
   if (message.result === 'filled') return message.bytes instanceof Uint8Array;
   return message.result === 'lead' || message.result === 'wanted' || message.result === 'released' || message.result === 'refused';
 }
+
+/*
+ * One tip poll and push feed per host (tip-leader.ts, worker-tip-share.ts): the primary designates one
+ * worker the tip leader (`scp:tip-lead`); the leader's news goes through the primary to every other
+ * worker, which acts on it through its own tracker (a notice is a reason to poll, never evidence).
+ */
+
+/** Primary to a worker: from now on you poll the tip on the interval and follow the push feed. */
+export interface TipLead {
+  type: 'scp:tip-lead';
+}
+
+/** The leader: a poll of `origin` answered something new (or other than the believed tip): poll it now. */
+export interface TipNews {
+  type: 'scp:tip-news';
+  origin: string;
+}
+
+/** The leader: the push feed's pending transaction named these principals (their activity changed). */
+export interface MempoolNews {
+  type: 'scp:mempool-news';
+  principals: string[];
+}
+
+/** An origin is a configured upstream's (checked by the tracker); longer than this is none. */
+const MAX_ORIGIN_CHARS = 2_048;
+/** A pending transaction names a handful of principals; a notice naming more is not relayed. */
+export const MAX_NEWS_PRINCIPALS = 1_024;
+const MAX_PRINCIPAL_CHARS = 256;
+
+export function isTipLead(message: unknown): message is TipLead {
+  return isObject(message) && message.type === 'scp:tip-lead';
+}
+
+export function isTipNews(message: unknown): message is TipNews {
+  return isObject(message) && message.type === 'scp:tip-news' && typeof message.origin === 'string' && message.origin.length <= MAX_ORIGIN_CHARS;
+}
+
+export function isMempoolNews(message: unknown): message is MempoolNews {
+  return (
+    isObject(message) &&
+    message.type === 'scp:mempool-news' &&
+    Array.isArray(message.principals) &&
+    message.principals.length <= MAX_NEWS_PRINCIPALS &&
+    message.principals.every((p) => typeof p === 'string' && p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS)
+  );
+}

@@ -2,8 +2,11 @@
  * The primary of worker mode (`server.workers` > 1): it serves no request itself. It forks the
  * workers (worker.ts), which share the public port through node:cluster; it serves the admin
  * port (primary-admin.ts: /metrics, /ready, the status report and purges asked of every worker
- * and answered as one; anything else forwarded to one worker's private admin listener); without Redis it coordinates single-flight across the workers
- * (flight-coordinator.ts); it replaces a worker that dies (within a restart budget); and on
+ * and answered as one; anything else forwarded to one worker's private admin listener); without
+ * Redis it coordinates single-flight across the workers (flight-coordinator.ts); it designates one
+ * ready worker the tip leader (tip-leader.ts: the one that polls the chain tip on the interval and
+ * follows the push feed) and relays the leader's news to the other workers (worker-tip-share.ts);
+ * it replaces a worker that dies (within a restart budget); and on
  * SIGTERM/SIGINT it has every worker drain (each within server.shutdownGraceMs) before it exits.
  */
 import cluster, { type Worker } from 'node:cluster';
@@ -16,7 +19,9 @@ import { ADMIN_LISTENER, listenError } from '../http/standalone-listeners.js';
 import {
   isFlightAsk,
   isFlightDone,
+  isMempoolNews,
   isMetricsAnswer,
+  isTipNews,
   isWorkerReady,
   type FlightAnswer,
   type FlightAsk,
@@ -28,6 +33,7 @@ import { FlightCoordinator, flightLimitsFor } from './flight-coordinator.js';
 import { aggregateWorkerMetrics } from '../telemetry/worker-metrics.js';
 import { RestartBudget } from './restart-budget.js';
 import { answerText, createPrimaryAdmin, type AdminTarget } from './primary-admin.js';
+import { chooseTipLeader } from './tip-leader.js';
 
 /** Restarts of dead workers allowed within RESTART_WINDOW_MS before the primary gives up (exit 1). */
 const MAX_RESTARTS = 5;
@@ -60,6 +66,8 @@ class Primary {
   private readonly metricsWaits = new Map<number, { answers: MetricsAnswer['metrics'][]; expected: number; done: () => void }>();
   private onAllExited: (() => void) | undefined;
   private readonly flights: FlightCoordinator;
+  /** The worker that polls the chain tip on the interval (tip-leader.ts); undefined while none is ready. */
+  private tipLeader: number | undefined;
 
   constructor(
     private readonly config: Config,
@@ -74,8 +82,10 @@ class Primary {
         if (isWorkerReady(message)) {
           this.ready.set(worker.id, message);
           this.logger.info({ worker: worker.id, pid: worker.process.pid }, 'worker ready');
+          this.designateTipLeader();
           if (!this.started && this.ready.size === count) resolve();
         } else if (isMetricsAnswer(message)) this.metricsArrived(message);
+        else if (isTipNews(message) || isMempoolNews(message)) this.relayNews(worker, message);
         else if (isFlightAsk(message)) this.flightAsked(worker, message);
         else if (isFlightDone(message)) this.flightDone(worker, message);
       });
@@ -83,6 +93,7 @@ class Primary {
         this.ready.delete(worker.id);
         this.live.delete(worker);
         this.flights.workerGone(worker.id);
+        this.designateTipLeader();
         if (!this.started && !this.stopping) {
           // A worker that cannot start (a port taken, Redis refusing) will not start on a second try either.
           reject(new Error(`worker ${worker.id} exited during start-up (code ${code}, signal ${signal}); its log says why`));
@@ -122,6 +133,27 @@ class Primary {
     }
     const replacement = this.fork();
     this.logger.warn({ worker: worker.id, pid: worker.process.pid, code, signal, replacement: replacement.id }, 'worker died: starting another');
+  }
+
+  /** A new leader when there is none (at start) or the leader is gone; a leader stays one while it lives. */
+  private designateTipLeader(): void {
+    if (this.stopping) return;
+    const chosen = chooseTipLeader(this.tipLeader, this.ready.keys());
+    if (chosen === this.tipLeader) return;
+    this.tipLeader = chosen;
+    const worker = chosen === undefined ? undefined : cluster.workers?.[chosen];
+    if (!worker?.isConnected()) return;
+    worker.send({ type: 'scp:tip-lead' });
+    this.logger.info({ worker: worker.id, pid: worker.process.pid }, 'tip leader');
+  }
+
+  /**
+   * The tip leader's news, to every other worker (starting ones too: news during their first poll
+   * is acted on once they run). Only the leader's: a worker that is not the leader has none to send.
+   */
+  private relayNews(from: Worker, message: unknown): void {
+    if (from.id !== this.tipLeader) return;
+    for (const worker of this.live) if (worker !== from && worker.isConnected()) worker.send(message as object);
   }
 
   private flightAsked(worker: Worker, ask: FlightAsk): void {

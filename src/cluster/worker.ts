@@ -3,18 +3,22 @@
  * workers through node:cluster (the primary holds the socket and hands out connections), its
  * admin listener private to the host (loopback, a port the primary picks once and all workers
  * share): the primary serves the configured admin port and forwards to it (primary.ts). Without
- * Redis its single-flight across workers goes through the primary (worker-flight.ts).
+ * Redis its single-flight across workers goes through the primary (worker-flight.ts). It polls the
+ * chain tip itself only once the primary makes it the tip leader; until then it polls on the
+ * leader's news (worker-tip-share.ts).
  */
 import cluster from 'node:cluster';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { startProxy, type ProxyServer } from '../composition-root.js';
-import { isMetricsRequest, type FlightAsk, type FlightDone, type MetricsAnswer, type WorkerReady } from './messages.js';
+import { isMetricsRequest, type FlightAsk, type FlightDone, type MempoolNews, type MetricsAnswer, type TipNews, type WorkerReady } from './messages.js';
 import { WorkerFlight, workerFlightSettingsFor } from './worker-flight.js';
+import { WorkerTipShare } from './worker-tip-share.js';
 
 export async function startWorker(config: Config, logger: Logger): Promise<ProxyServer> {
   const privateAdmin: Config = { ...config, admin: { ...config.admin, host: '127.0.0.1', port: 0 } };
   let flight: WorkerFlight | undefined;
+  const tipShare = new WorkerTipShare(send);
   /** Set once the proxy has started: the listener below is on before it. */
   const started: { proxy?: ProxyServer } = {};
   // Listening before the proxy starts: its first reads (the warm-up of the first tip) ask the
@@ -22,6 +26,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
   process.on('message', (message: unknown) => {
     if (!isMetricsRequest(message)) {
       flight?.received(message);
+      tipShare.received(message);
       return;
     }
     const proxy = started.proxy;
@@ -35,6 +40,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
   process.on('disconnect', () => flight?.disconnected());
   const proxy = await startProxy(privateAdmin, {
     logger,
+    tipShare,
     crossProcessFlight: (telemetry) => (flight = new WorkerFlight(workerFlightSettingsFor(config), send, telemetry)),
   });
   started.proxy = proxy;
@@ -43,7 +49,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
 }
 
 /** False when the channel to the primary is closed (the primary is gone; node:cluster then ends the worker). */
-function send(message: WorkerReady | MetricsAnswer | FlightAsk | FlightDone): boolean {
+function send(message: WorkerReady | MetricsAnswer | FlightAsk | FlightDone | TipNews | MempoolNews): boolean {
   if (!cluster.worker?.isConnected() || !process.send) return false;
   process.send(message);
   return true;

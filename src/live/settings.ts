@@ -20,7 +20,7 @@ export const LiveSchema = z
             "Follow each upstream's `block` and `mempool` notifications over its `/extended/v1/ws` JSON-RPC WebSocket, and poll its tip at once when one arrives (see [Live chain](live-chain.md)); the poll stays as fallback and cross-check",
           ),
         crossCheckIntervalMs: positiveInt.describe(
-          'Tip poll interval of an upstream while its push feed is believed (the poll stays as a cross-check); otherwise `chainTip.pollIntervalMs`',
+          'Tip poll interval of an upstream while its push feed is believed (the poll stays as a cross-check); otherwise `chainTip.pollIntervalMs`. In [worker mode](deployment.md#worker-mode) also how often a worker that is not the tip leader polls on its own (at least `chainTip.pollIntervalMs`)',
         ),
         distrustMs: positiveInt.describe(
           'After a poll finds a block the push feed did not announce (quiet or disagreeing feed), how long that feed is not believed and the tip is polled at `chainTip.pollIntervalMs`',

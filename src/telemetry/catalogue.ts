@@ -151,6 +151,15 @@ export const METRICS = {
   chainTipHeight: gauge('stacks_proxy_chain_tip_height', 'Stacks block height of the tracked chain tip.'),
   chainTipBurnHeight: gauge('stacks_proxy_chain_tip_burn_height', 'Burn (Bitcoin) block height of the tracked chain tip.'),
   chainTipAge: gauge('stacks_proxy_chain_tip_age_seconds', 'Seconds since the tracked chain tip last changed.', [], STATE),
+  tipPolls: counter(
+    'stacks_proxy_tip_polls_total',
+    "Chain tip polls (GET /extended) sent to upstreams, by role: leader (a single process, or worker mode's tip leader: on the interval), follower (another worker: on the leader's news, and at its fallback interval).",
+    ['role'],
+  ),
+  tipLeader: gauge(
+    'stacks_proxy_tip_leader',
+    "1 while this process polls the chain tip on the interval and follows the push feed (a single process; in worker mode the one tip leader), 0 for a worker that follows the leader's news.",
+  ),
   reorgs: counter('stacks_proxy_reorgs_total', 'Chain reorganisations seen (a new tip that does not extend the old one).'),
   reorgPurged: counter(
     'stacks_proxy_reorg_purged_entries_total',

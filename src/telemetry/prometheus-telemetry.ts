@@ -114,6 +114,8 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private tipChangedAt: number;
   private redisWasUp: boolean | undefined;
   private tipPollFailing = false;
+  /** Which role tip polls are counted under (a single process leads: composition-root.ts says otherwise for a follower). */
+  private tipRole: 'leader' | 'follower' = 'leader';
   private rateLimitFailing = false;
   private readonly accessLog: AccessLogSettings;
   private hitsSinceLine = 0;
@@ -400,6 +402,15 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.m.chainTipHeight.set(tip.height);
     this.m.chainTipBurnHeight.set(tip.burnHeight);
     this.tipPollSucceeded();
+  }
+
+  tipPolled(): void {
+    this.m.tipPolls.labels({ role: this.tipRole }).inc();
+  }
+
+  tipLeading(leading: boolean): void {
+    this.tipRole = leading ? 'leader' : 'follower';
+    this.m.tipLeader.set(leading ? 1 : 0);
   }
 
   tipPollSucceeded(): void {

@@ -92,6 +92,10 @@ export interface Telemetry {
   /** A new chain tip (which also means the poll succeeded). */
   tipChanged(tip: TipLike): void;
   tipPollSucceeded(): void;
+  /** One chain tip poll sent to an upstream (counted under this process's role: tipLeading). */
+  tipPolled(): void;
+  /** Whether this process polls the tip on the interval (a single process, the tip leader of worker mode) or follows the leader's news. */
+  tipLeading(leading: boolean): void;
   /** Every failed poll; logged as a warning when failures start, at debug level while they last. */
   tipPollFailed(error: unknown): void;
   reorgDetected(forkHeight: number, from: TipLike, to: TipLike): void;
@@ -181,6 +185,8 @@ class NoopTelemetry implements Telemetry {
   lagChanged(): void {}
   tipChanged(): void {}
   tipPollSucceeded(): void {}
+  tipPolled(): void {}
+  tipLeading(): void {}
   tipPollFailed(): void {}
   reorgDetected(): void {}
   tipJumpHeld(): void {}

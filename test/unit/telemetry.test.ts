@@ -135,6 +135,20 @@ describe('domain events', () => {
     expect(await sample(telemetry, name, labels)).toBe(2);
   });
 
+  it('counts tip polls under the role it last said, and the leader gauge follows it', async () => {
+    const { telemetry } = telemetryWithLog();
+    telemetry.tipPolled();
+    telemetry.tipLeading(false);
+    expect(await sample(telemetry, 'stacks_proxy_tip_leader', {})).toBe(0);
+    telemetry.tipPolled();
+    telemetry.tipPolled();
+    telemetry.tipLeading(true);
+    expect(await sample(telemetry, 'stacks_proxy_tip_leader', {})).toBe(1);
+    telemetry.tipPolled();
+    expect(await sample(telemetry, 'stacks_proxy_tip_polls_total', { role: 'leader' })).toBe(2);
+    expect(await sample(telemetry, 'stacks_proxy_tip_polls_total', { role: 'follower' })).toBe(2);
+  });
+
   it('keeps label sets apart (children are bound per combination of label values)', async () => {
     const { telemetry } = telemetryWithLog();
     telemetry.cacheLookup('memory', 'tip', 'hit');
@@ -465,7 +479,7 @@ describe('noopTelemetry', () => {
     // Reads, not events: the scrape, the admin API's lookup counts and the status page's counts.
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape', 'lookupCounts', 'statusCounts']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(50); // 24 + refreshes behind answers and single-flight through the primary (issue 18) + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
+    expect(events.length).toBe(52); // 24 + refreshes behind answers, single-flight through the primary, tip polls and the tip leader (issue 18) + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {

@@ -1,0 +1,222 @@
+/**
+ * Worker mode keeps one chain tip poll and one push feed per host (src/cluster/tip-leader.ts,
+ * worker-tip-share.ts): real processes (`node dist/src/main.js`, WORKERS=3, no Redis) against the
+ * counting fake upstream. The primary names the tip leader in its log ('tip leader', with its pid);
+ * each access-log line carries the pid of the worker that served it and the request id the answer
+ * carries, which is how a test knows which worker answered.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { projectRoot } from '../../src/paths.js';
+import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
+
+const main = join(projectRoot(), 'dist', 'src', 'main.js');
+let configDir: string;
+const upstreams: FakeUpstream[] = [];
+
+beforeAll(() => {
+  configDir = mkdtempSync(join(tmpdir(), 'scp-tip-leader-'));
+});
+afterAll(async () => {
+  await Promise.all(upstreams.map((u) => u.close()));
+  rmSync(configDir, { recursive: true, force: true });
+});
+
+const started: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  adminUrl: string;
+  lines: () => Record<string, unknown>[];
+}
+
+function run(upstream: FakeUpstream, config: object): Promise<Running> {
+  const file = join(configDir, `config-${started.length}.json`);
+  writeFileSync(file, JSON.stringify({ accessLog: { hitsEvery: 1 }, ...config }));
+  const child = spawn(process.execPath, [main], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_PORT: '0',
+      UPSTREAM_URLS: upstream.url,
+      LOG_LEVEL: 'info',
+      CONFIG_FILE: file,
+      WORKERS: '3',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push(child);
+  let out = '';
+  let err = '';
+  const lines = () =>
+    out
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    const look = () => {
+      const listening = lines().find((line) => line.msg === 'listening');
+      if (listening) resolve({ child, url: listening.url as string, adminUrl: (listening.adminUrl as string).replace('0.0.0.0', '127.0.0.1'), lines });
+    };
+    child.stdout.on('data', look);
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}${err}`)));
+  });
+}
+
+/** A GET on a connection of its own, so that the cluster hands each request to a worker anew. */
+function getOnNewConnection(url: string): Promise<{ status: number; body: string; requestId: string }> {
+  return new Promise((resolve, reject) => {
+    request(url, { agent: false }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, requestId: String(res.headers['x-request-id']) }));
+      res.on('error', reject);
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+const exitOf = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+const workerPids = (proxy: Running) =>
+  proxy
+    .lines()
+    .filter((line) => line.msg === 'worker ready')
+    .map((line) => line.pid as number);
+const leaderPids = (proxy: Running) =>
+  proxy
+    .lines()
+    .filter((line) => line.msg === 'tip leader')
+    .map((line) => line.pid as number);
+const metricsOf = async (proxy: Running) => (await fetch(`${proxy.adminUrl}/metrics`)).text();
+/** The sum of a metric's samples whose labels contain `label` (all of them without). */
+const sampleSum = (metrics: string, name: string, label = '') =>
+  [...metrics.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))]
+    .filter((m) => (m[1] ?? '').includes(label))
+    .reduce((sum, m) => sum + Number(m[2]), 0);
+const tipPolls = async (proxy: Running) => {
+  const metrics = await metricsOf(proxy);
+  return {
+    leader: sampleSum(metrics, 'stacks_proxy_tip_polls_total', 'role="leader"'),
+    follower: sampleSum(metrics, 'stacks_proxy_tip_polls_total', 'role="follower"'),
+  };
+};
+
+const LATEST = '/extended/v2/blocks/latest';
+
+/**
+ * Asks for the latest block (a tip-class answer, cached per worker until a new tip or tipSafetyMs)
+ * over new connections until every live worker has answered at least once; resolves with the
+ * heights each worker's answers named.
+ */
+async function latestFromEveryWorker(proxy: Running, pids: number[]): Promise<Map<number, Set<number>>> {
+  const heights = new Map<number, Set<number>>();
+  for (let round = 0; round < 50 && !pids.every((pid) => heights.has(pid)); round++) {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => getOnNewConnection(proxy.url + LATEST)));
+    await expect.poll(() => answers.every((a) => proxy.lines().some((line) => line.reqId === a.requestId))).toBe(true);
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      const pid = proxy.lines().find((line) => line.reqId === answer.requestId)?.pid as number;
+      const height = (JSON.parse(answer.body) as { height: number }).height;
+      heights.set(pid, (heights.get(pid) ?? new Set()).add(height));
+    }
+  }
+  expect([...heights.keys()].sort()).toEqual([...pids].sort());
+  return heights;
+}
+
+/** Every worker answers the latest block at `height` (a worker that did not poll would answer its cached one). */
+async function everyWorkerServes(proxy: Running, pids: number[], height: number): Promise<void> {
+  await expect
+    .poll(async () => [...(await latestFromEveryWorker(proxy, pids)).values()].every((heights) => heights.size === 1 && heights.has(height)), {
+      timeout: 20_000,
+    })
+    .toBe(true);
+}
+
+describe('worker mode: one tip poll per host', () => {
+  it('3 workers poll the tip about as often as one process; a new block reaches every worker; a killed leader is succeeded', async () => {
+    const upstream = await startFakeUpstream();
+    upstreams.push(upstream);
+    // Polled every 100 ms on the interval; a follower's own fallback poll (crossCheckIntervalMs) never comes in this test.
+    const proxy = await run(upstream, { chainTip: { pollIntervalMs: 100 }, live: { push: { enabled: false, crossCheckIntervalMs: 600_000 } } });
+    await expect.poll(() => workerPids(proxy).length).toBe(3);
+    await expect.poll(() => leaderPids(proxy).length).toBe(1);
+    const [leader] = leaderPids(proxy);
+    expect(sampleSum(await metricsOf(proxy), 'stacks_proxy_tip_leader')).toBe(1);
+
+    // Over a window of at least 30 leader polls, the upstream sees hardly more: the followers poll
+    // only on news, and the chain does not move (3 workers polling each would be about 3x).
+    const before = await tipPolls(proxy);
+    const upstreamBefore = upstream.count('/extended');
+    await expect.poll(async () => (await tipPolls(proxy)).leader - before.leader, { timeout: 20_000 }).toBeGreaterThanOrEqual(30);
+    const after = await tipPolls(proxy);
+    const upstreamPolls = upstream.count('/extended') - upstreamBefore;
+    const leaderPolls = after.leader - before.leader;
+    expect(after.follower - before.follower).toBeLessThan(3);
+    expect(upstreamPolls).toBeLessThan(1.5 * leaderPolls);
+    expect(upstreamPolls).toBeGreaterThanOrEqual(leaderPolls - 2);
+
+    // Every worker has the latest block cached; a new block: every worker answers it (each polled on the leader's news).
+    const pids = workerPids(proxy);
+    await latestFromEveryWorker(proxy, pids);
+    upstream.advanceTip();
+    await everyWorkerServes(proxy, pids, upstream.tip().height);
+    const news = await tipPolls(proxy);
+    expect(news.follower - after.follower).toBeGreaterThanOrEqual(2);
+
+    // The leader killed: a surviving worker leads, polls on the interval, and a new block reaches every worker again.
+    process.kill(leader as number, 'SIGKILL');
+    await expect.poll(() => leaderPids(proxy).length, { timeout: 15_000 }).toBe(2);
+    const successor = leaderPids(proxy)[1] as number;
+    expect(successor).not.toBe(leader);
+    expect(pids).toContain(successor);
+    await expect.poll(() => proxy.lines().filter((line) => line.msg === 'worker ready').length, { timeout: 15_000 }).toBe(4);
+    const live = workerPids(proxy).filter((pid) => pid !== leader);
+    await expect.poll(async () => sampleSum(await metricsOf(proxy), 'stacks_proxy_tip_leader')).toBe(1);
+    const succeeded = await tipPolls(proxy);
+    await expect.poll(async () => (await tipPolls(proxy)).leader - succeeded.leader, { timeout: 20_000 }).toBeGreaterThanOrEqual(10);
+    await latestFromEveryWorker(proxy, live);
+    upstream.advanceTip();
+    await everyWorkerServes(proxy, live, upstream.tip().height);
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  }, 120_000);
+
+  it('holds one push feed connection for 3 workers, and a pushed block reaches every worker', async () => {
+    const upstream = await startFakeUpstream({ rpcChannel: true });
+    upstreams.push(upstream);
+    // No poll on an interval within the test: only the push feed makes anyone poll.
+    const proxy = await run(upstream, { chainTip: { pollIntervalMs: 600_000 }, live: { push: { crossCheckIntervalMs: 600_000 } } });
+    await expect.poll(() => workerPids(proxy).length).toBe(3);
+    await expect.poll(() => leaderPids(proxy).length).toBe(1);
+    await expect.poll(async () => sampleSum(await metricsOf(proxy), 'stacks_proxy_push_feed_believed'), { timeout: 10_000 }).toBe(1);
+    const metrics = await metricsOf(proxy);
+    expect(sampleSum(metrics, 'stacks_proxy_upstream_ws_connections', 'channel="rpc"')).toBe(1);
+    expect(upstream.openWebSockets).toBe(1);
+    expect(upstream.count((r) => r.method === 'UPGRADE')).toBe(1);
+
+    const pids = workerPids(proxy);
+    await latestFromEveryWorker(proxy, pids);
+    upstream.advanceTip();
+    await everyWorkerServes(proxy, pids, upstream.tip().height);
+    expect(upstream.count((r) => r.method === 'UPGRADE')).toBe(1);
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  }, 120_000);
+});
