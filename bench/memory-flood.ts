@@ -38,6 +38,8 @@ const MAX_BYTES = Number(process.env.MEMORY_MAX_BYTES ?? 16 * 2 ** 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SAMPLE_MS = 2_000;
 const PROXY_MAIN = process.env.PROXY_MAIN ?? 'dist/src/main.js';
+/** Settings merged over the flood's own (a JSON object of top-level sections), e.g. '{"heap":{"markingStartPercent":0}}'. */
+const PROXY_CONFIG = JSON.parse(process.env.PROXY_CONFIG ?? '{}') as Record<string, unknown>;
 /** Issue 14: RSS growth under the flood within the tier plus this (+64 MiB for a 16 MiB tier). */
 const ALLOWANCE_MiB = 48;
 const ROOT = projectRoot();
@@ -113,7 +115,7 @@ async function main(): Promise<void> {
   const port = await freePort();
   const adminPort = await freePort();
   const configFile = join(tmpdir(), `memory-flood-${process.pid}.json`);
-  writeFileSync(configFile, JSON.stringify({ cache: { memory: { maxBytes: MAX_BYTES } } }));
+  writeFileSync(configFile, JSON.stringify({ cache: { memory: { maxBytes: MAX_BYTES } }, ...PROXY_CONFIG }));
   const child: ChildProcess = spawn(process.execPath, [join(ROOT, PROXY_MAIN)], {
     env: {
       ...process.env,
@@ -194,6 +196,7 @@ async function main(): Promise<void> {
       node: process.version,
       proxyNodeOptions: process.env.PROXY_NODE_OPTIONS ?? '',
       proxyMain: PROXY_MAIN,
+      proxyConfig: PROXY_CONFIG,
       // What the proxy runs with after main.ts sized its heap (its command line, not this process's).
       proxyCommandLine: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).slice(1).join(' '),
       seconds: SECONDS,
@@ -215,7 +218,9 @@ async function main(): Promise<void> {
       peakHeapTotalMiB: Math.round(Math.max(...samples.map((s) => s.heapTotalMiB))),
       samples,
     };
-    const nodeOptions = process.env.PROXY_NODE_OPTIONS ? `, proxy NODE_OPTIONS ${process.env.PROXY_NODE_OPTIONS}` : '';
+    const nodeOptions =
+      (process.env.PROXY_NODE_OPTIONS ? `, proxy NODE_OPTIONS ${process.env.PROXY_NODE_OPTIONS}` : '') +
+      (process.env.PROXY_CONFIG ? `, config ${process.env.PROXY_CONFIG}` : '');
     const line =
       `${summary.maxBytesMiB} MiB tier: +${summary.growthMiB} MiB RSS after ${sent.toLocaleString('en-US')} misses, limit +${limitMiB} MiB ` +
       `(${summary.withinLimit ? 'within' : 'OVER'}); RSS ${summary.idleRssMiB} MiB idle, peak ${summary.peakRssMiB} MiB, ` +

@@ -3,7 +3,9 @@
  * size) against a bare node:http server doing one ioredis getBuffer per request, with ioredis
  * auto-pipelining on (the baseline the ratios use) and off (the plain one GET per request the
  * issue names); the same hit with rate limiting on a Redis budget (one EVALSHA more per request);
- * and the same hit with the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB).
+ * the same hit with the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB), and with V8's
+ * own rule for starting a full collection (heap.markingStartPercent 0), with the mark-compacts
+ * each proxy ran per 1,000 Redis-tier hits (node's own `nodejs_gc_duration_seconds`).
  */
 import { Redis } from 'ioredis';
 import { startRedis, stopChild } from '../../testkit/index.js';
@@ -21,15 +23,16 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     await client.set('bench:body', hitBody);
     client.disconnect();
     const memoryRefuses = { cache: { memory: { maxEntryBytes: Math.min(256, hitBody.length - 1), maxBytesWithRedis: 1024 } } };
-    const [baseline, unpipelined, proxy, limited, smallYoung] = await Promise.all([
+    const [baseline, unpipelined, proxy, limited, smallYoung, v8Marking] = await Promise.all([
       startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body' }, '/health'),
       startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', AUTO_PIPELINING: '0' }, '/health'),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: memoryRefuses }),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, ...RATE_LIMITED } }),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, heap: { maxSemiSpaceMiB: 2 } } }),
+      startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, heap: { markingStartPercent: 0 } } }),
     ]);
-    servers.push(baseline, unpipelined, proxy, limited, smallYoung);
-    for (const p of [proxy, limited, smallYoung]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
+    servers.push(baseline, unpipelined, proxy, limited, smallYoung, v8Marking);
+    for (const p of [proxy, limited, smallYoung, v8Marking]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
     const fullHead = await startNodeServer(
       'bench/baselines/redis-get-server.js',
       { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: JSON.stringify(await hitHead(proxy.url + HIT_PATH)) },
@@ -37,6 +40,7 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     );
     servers.push(fullHead);
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });
+    const gcBefore = await Promise.all([proxy, v8Marking].map((p) => hitsAndMajorGcs(p.adminUrl)));
     // wrk where installed (bench/lib/wrk.ts).
     const hit = (s: Server) => [{ url: s.url + HIT_PATH, pids: [s.pid], preferWrk: true }];
     const bare = (s: Server) => [{ url: s.url + '/x', pids: [s.pid], preferWrk: true }];
@@ -48,11 +52,15 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
         unpipelined: bare(unpipelined),
         proxy: hit(proxy),
         smallYoung: hit(smallYoung),
+        v8Marking: hit(v8Marking),
         limited: hit(limited),
       },
       options,
     );
     const redisHits = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' }) - before;
+    const [defaultMarking, ownMarking] = await Promise.all(
+      [proxy, v8Marking].map(async (p, i) => majorGcsPerThousandHits(gcBefore[i] as HitsAndGcs, await hitsAndMajorGcs(p.adminUrl))),
+    );
     const base = runs.baseline;
     const s = '2 Redis hit';
     return {
@@ -81,15 +89,41 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
           baseline: base,
           note: `the default 16 MiB against it: ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x CPU`,
         },
+        {
+          scenario: s,
+          name: "proxy, Redis-tier hit, V8's own start of marking (heap.markingStartPercent 0)",
+          run: runs.v8Marking,
+          baseline: base,
+          note: `mark-compacts per 1,000 hits: ${ownMarking} with it, ${defaultMarking} with the default 80; the default against it: ${ratio(runs.proxy?.requestsPerSecond, runs.v8Marking?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.v8Marking?.cpuMicrosPerRequest)}x CPU`,
+        },
         { scenario: '7 feature cost', name: 'proxy, Redis-tier hit, rate limiting on (Redis budget)', run: runs.limited, baseline: base },
       ],
       findings: [
-        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. With the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB: 2) the default 16 MiB does ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x the CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
+        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. With the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB: 2) the default 16 MiB does ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x the CPU per request. Marking started at 80% of the old-space limit (heap.markingStartPercent, the default) against V8's own rule: ${ratio(runs.proxy?.requestsPerSecond, runs.v8Marking?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.v8Marking?.cpuMicrosPerRequest)}x the CPU, ${defaultMarking} against ${ownMarking} mark-compacts per 1,000 hits. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
       ],
-      data: { runs, redisHits },
+      data: { runs, redisHits, majorGcsPerThousandHits: { default: defaultMarking, v8Rule: ownMarking } },
     };
   } finally {
     for (const server of servers) await stopChild(server.child);
     await redis.stop();
   }
+}
+
+interface HitsAndGcs {
+  hits: number;
+  majorGcs: number;
+}
+
+/** A proxy's Redis-tier hits and node's count of major (mark-compact) collections so far. */
+async function hitsAndMajorGcs(adminUrl: string): Promise<HitsAndGcs> {
+  const metrics = await scrape(adminUrl);
+  return {
+    hits: sumSeries(metrics, 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' }),
+    majorGcs: sumSeries(metrics, 'nodejs_gc_duration_seconds_count', { kind: 'major' }),
+  };
+}
+
+function majorGcsPerThousandHits(before: HitsAndGcs, after: HitsAndGcs): string {
+  const hits = after.hits - before.hits;
+  return hits > 0 ? ((1000 * (after.majorGcs - before.majorGcs)) / hits).toFixed(2) : 'n/a';
 }
