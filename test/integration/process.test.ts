@@ -153,10 +153,10 @@ describe('the proxy process', () => {
 
     it('runs a 16 MiB tier with a 160 MiB old space and a 16 MiB semi-space, serves, and stops on SIGTERM with exit 0', async () => {
       const { child, url, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } } });
-      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=16', '--incremental-marking-soft-trigger=80']);
+      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=16', '--incremental-marking-soft-trigger=60']);
       expect(commandLine).toContain('--max-old-space-size=160');
       expect(commandLine).toContain('--max-semi-space-size=16');
-      expect(commandLine).toContain('--incremental-marking-soft-trigger=80');
+      expect(commandLine).toContain('--incremental-marking-soft-trigger=60');
       // V8's own limit: the old space plus a young generation of three semi-spaces (what the
       // Kubernetes manifests' memory formula counts), not the GiBs it picks by itself.
       expect(heap.heapLimitMiB).toBe(160 + youngGenerationMiB(16));
@@ -182,20 +182,20 @@ describe('the proxy process', () => {
 
     it('takes heap.maxOldSpaceMiB over the derived size', async () => {
       const { child, heap } = await startWith({ heap: { maxOldSpaceMiB: 150 } });
-      expect(heap.flags).toEqual(['--max-old-space-size=150', '--max-semi-space-size=16', '--incremental-marking-soft-trigger=80']);
+      expect(heap.flags).toEqual(['--max-old-space-size=150', '--max-semi-space-size=16', '--incremental-marking-soft-trigger=60']);
       expect(heap.heapLimitMiB).toBe(150 + youngGenerationMiB(16));
       await stopsWithExitZero(child);
     });
 
     it('takes heap.maxSemiSpaceMiB as the semi-space (2 MiB: the default before issue 18)', async () => {
       const { child, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } }, heap: { maxSemiSpaceMiB: 2 } });
-      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=2', '--incremental-marking-soft-trigger=80']);
+      expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=2', '--incremental-marking-soft-trigger=60']);
       expect(commandLine).toContain('--max-semi-space-size=2');
       expect(heap.heapLimitMiB).toBe(160 + youngGenerationMiB(2));
       await stopsWithExitZero(child);
     });
 
-    it('leaves the start of marking to V8 with heap.markingStartPercent 0 (issue 18 sets 80 by default)', async () => {
+    it('leaves the start of marking to V8 with heap.markingStartPercent 0 (issue 18 sets 60 by default)', async () => {
       const { child, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } }, heap: { markingStartPercent: 0 } });
       expect(heap.flags).toEqual(['--max-old-space-size=160', '--max-semi-space-size=16']);
       expect(commandLine.join(' ')).not.toContain('marking');
@@ -207,7 +207,7 @@ describe('the proxy process', () => {
         { cache: { memory: { maxBytes: 16 * 2 ** 20 } }, heap: { maxSemiSpaceMiB: 2 } },
         { NODE_OPTIONS: '--max-semi-space-size=8' },
       );
-      expect(heap.flags).toEqual(['--max-old-space-size=160', '--incremental-marking-soft-trigger=80', '--max-semi-space-size=8']);
+      expect(heap.flags).toEqual(['--max-old-space-size=160', '--incremental-marking-soft-trigger=60', '--max-semi-space-size=8']);
       expect(commandLine).not.toContain('--max-semi-space-size=2');
       expect(heap.heapLimitMiB).toBe(160 + youngGenerationMiB(8));
       await stopsWithExitZero(child);
@@ -215,7 +215,7 @@ describe('the proxy process', () => {
 
     it("leaves the operator's own heap flag in NODE_OPTIONS alone and adds only the other", async () => {
       const { child, heap, commandLine } = await startWith({ cache: { memory: { maxBytes: 16 * 2 ** 20 } } }, { NODE_OPTIONS: '--max-old-space-size=200' });
-      expect(heap.flags).toEqual(['--max-semi-space-size=16', '--incremental-marking-soft-trigger=80', '--max-old-space-size=200']);
+      expect(heap.flags).toEqual(['--max-semi-space-size=16', '--incremental-marking-soft-trigger=60', '--max-old-space-size=200']);
       expect(commandLine).not.toContain('--max-old-space-size=160');
       expect(heap.heapLimitMiB).toBe(200 + youngGenerationMiB(16));
       await stopsWithExitZero(child);

@@ -13,13 +13,13 @@ describe('heap sizing', () => {
   });
 
   it('takes heap.maxOldSpaceMiB over the derived size, and a 16 MiB semi-space either way by default (issue 18)', () => {
-    expect(heapSizingFor(16 * MiB, null)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: 16, markingStartPercent: 80 });
-    expect(heapSizingFor(16 * MiB, 200)).toEqual({ maxOldSpaceMiB: 200, maxSemiSpaceMiB: 16, markingStartPercent: 80 });
+    expect(heapSizingFor(16 * MiB, null)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: 16, markingStartPercent: 60 });
+    expect(heapSizingFor(16 * MiB, 200)).toEqual({ maxOldSpaceMiB: 200, maxSemiSpaceMiB: 16, markingStartPercent: 60 });
   });
 
   it('takes heap.maxSemiSpaceMiB as the semi-space, whatever the old space', () => {
-    expect(heapSizingFor(16 * MiB, null, 2)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: 2, markingStartPercent: 80 });
-    expect(heapSizingFor(128 * MiB, 300, 64)).toEqual({ maxOldSpaceMiB: 300, maxSemiSpaceMiB: 64, markingStartPercent: 80 });
+    expect(heapSizingFor(16 * MiB, null, 2)).toEqual({ maxOldSpaceMiB: 160, maxSemiSpaceMiB: 2, markingStartPercent: 60 });
+    expect(heapSizingFor(128 * MiB, 300, 64)).toEqual({ maxOldSpaceMiB: 300, maxSemiSpaceMiB: 64, markingStartPercent: 60 });
     expect(heapFlagsToAdd(heapSizingFor(32 * MiB, null, 4, 0), nodeFlags([], undefined))).toEqual(['--max-old-space-size=192', '--max-semi-space-size=4']);
   });
 
@@ -29,11 +29,11 @@ describe('heap sizing', () => {
     expect(heapFlagsToAdd(sizing, nodeFlags(['--max_semi_space_size', '8'], undefined))).toEqual(['--max-old-space-size=160']);
   });
 
-  it('starts marking at heap.markingStartPercent of the old-space limit (80 by default, issue 18); 0 leaves it to V8', () => {
+  it('starts marking at heap.markingStartPercent of the old-space limit (60 by default, issue 18); 0 leaves it to V8', () => {
     expect(heapFlagsToAdd(heapSizingFor(16 * MiB, null), nodeFlags([], undefined))).toEqual([
       '--max-old-space-size=160',
       '--max-semi-space-size=16',
-      '--incremental-marking-soft-trigger=80',
+      '--incremental-marking-soft-trigger=60',
     ]);
     expect(heapFlagsToAdd(heapSizingFor(16 * MiB, null, 16, 90), nodeFlags([], undefined))).toContain('--incremental-marking-soft-trigger=90');
     expect(heapFlagsToAdd(heapSizingFor(16 * MiB, null, 16, 0), nodeFlags([], undefined)).join(' ')).not.toContain('marking');
