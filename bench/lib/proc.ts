@@ -68,7 +68,8 @@ export async function startNodeServer(script: string, env: Record<string, string
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(() => isAnswering(url + healthPath), { timeoutMs: 15_000, what: `${script} on ${url}` });
+  // Generous: several servers start at once pinned to one CPU, and a proxy alone takes 2-5 s to start on a slow machine.
+  await waitFor(() => isAnswering(url + healthPath), { timeoutMs: 60_000, what: `${script} on ${url}` });
   return { child, pid: child.pid as number, url };
 }
 
