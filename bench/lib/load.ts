@@ -31,6 +31,8 @@ export interface Run {
   generator?: Generator;
   /** The load generator's own CPU per request (µs): what it takes from the core it runs on. */
   generatorCpuMicrosPerRequest?: number;
+  /** Each round's req/s, CPU µs per request and p99 (in latest.json), to see how far the rounds scatter. */
+  rounds?: Array<{ requestsPerSecond: number; cpuMicrosPerRequest?: number; p99Ms: number }>;
 }
 
 export type Generator = 'wrk' | 'autocannon';
@@ -178,6 +180,7 @@ export function medianRun(runs: Run[]): Run {
     rssMiB: of((r) => r.rssMiB),
     generator: runs[0]?.generator,
     generatorCpuMicrosPerRequest: of((r) => r.generatorCpuMicrosPerRequest),
+    rounds: runs.map(({ requestsPerSecond, cpuMicrosPerRequest, p99Ms }) => ({ requestsPerSecond, cpuMicrosPerRequest, p99Ms })),
   };
 }
 
@@ -186,8 +189,10 @@ export async function alternate(label: string, variants: Record<string, Target[]
   const runs: Record<string, Run[]> = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
   for (let round = 1; round <= options.rounds; round++) {
     for (const [name, targets] of Object.entries(variants)) {
-      process.stderr.write(`bench: ${label}: ${name} (round ${round}/${options.rounds})\n`);
-      runs[name]?.push(await runLoad(targets, options));
+      process.stderr.write(`bench: ${label}: ${name} (round ${round}/${options.rounds})`);
+      const run = await runLoad(targets, options);
+      runs[name]?.push(run);
+      process.stderr.write(`: ${run.requestsPerSecond} req/s, ${run.cpuMicrosPerRequest ?? '?'} µs CPU a request, p99 ${run.p99Ms} ms\n`);
     }
   }
   return Object.fromEntries(Object.entries(runs).map(([name, list]) => [name, medianRun(list)]));
