@@ -220,7 +220,10 @@ describe('worker mode without Redis: single-flight through the primary', () => {
 
     // The primary relayed the leader's entry to every ask that waited (its 'single-flight done' line, debug): the two
     // other workers, and any later ask of a worker whose own flight had ended or moved on (a new tip meanwhile).
-    const done = proxy.lines().filter((line) => line.msg === 'single-flight done' && key.test(String(line.key)));
+    // Polled: logs go out in batches, up to 250 ms after the line (src/logger.ts).
+    const doneLines = () => proxy.lines().filter((line) => line.msg === 'single-flight done' && key.test(String(line.key)));
+    await expect.poll(() => doneLines().length).toBeGreaterThanOrEqual(1);
+    const done = doneLines();
     const waits = asks(proxy, key).filter((line) => line.outcome === 'wait').length;
     expect(waits).toBeGreaterThanOrEqual(2);
     expect(done, JSON.stringify(asks(proxy, key))).toEqual([expect.objectContaining({ filled: waits, released: 0 })]);
