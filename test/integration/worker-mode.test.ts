@@ -1,6 +1,6 @@
 /**
  * Worker mode (server.workers > 1) as an operator meets it: `node dist/src/main.js` with WORKERS=2
- * and Redis, real processes (without Redis: worker-mode-primary-flight.test.ts). A stampede on one key costs the upstream one request whatever worker
+ * and Redis, real processes (and without Redis: single-flight through the primary). A stampede on one key costs the upstream one request whatever worker
  * each client lands on; both workers serve; the admin port's /metrics adds the workers up; a
  * killed worker is replaced; SIGTERM drains every worker and the primary exits 0.
  */
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/paths.js';
 import { startFakeUpstream, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
+import { exitOf, getOnNewConnection, startCluster, type RunningCluster } from '../support/cluster-proxy.js';
 
 const root = projectRoot();
 const main = join(root, 'dist', 'src', 'main.js');
@@ -36,66 +37,12 @@ afterEach(() => {
   for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-interface Running {
-  child: ChildProcess;
-  url: string;
-  adminUrl: string;
-  /** Every JSON line the primary and its workers have written so far. */
-  lines: () => Record<string, unknown>[];
-}
+type Running = RunningCluster;
 
 /** Starts the proxy with `env`, every hit logged; resolves on the primary's "listening" line. */
-function run(env: Record<string, string>, config: object = {}): Promise<Running> {
-  const file = join(configDir, `config-${started.length}.json`);
-  writeFileSync(file, JSON.stringify({ accessLog: { hitsEvery: 1 }, ...config }));
-  const child = spawn(process.execPath, [main], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      ADMIN_PORT: '0',
-      UPSTREAM_URLS: upstream.url,
-      LOG_LEVEL: 'info',
-      CONFIG_FILE: file,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  started.push(child);
-  let out = '';
-  let err = '';
-  const lines = () =>
-    out
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    const look = () => {
-      const listening = lines().find((line) => line.msg === 'listening');
-      if (listening) resolve({ child, url: listening.url as string, adminUrl: listening.adminUrl as string, lines });
-    };
-    child.stdout.on('data', look);
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}${err}`)));
-  });
-}
+const run = (env: Record<string, string>, config: object = {}): Promise<Running> =>
+  startCluster({ upstreamUrl: upstream.url, configDir, env, config, started });
 
-/** A GET on a connection of its own, so that the cluster hands each request to a worker anew. */
-function getOnNewConnection(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request(url, { agent: false }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    })
-      .on('error', reject)
-      .end();
-  });
-}
-
-const exitOf = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 const workerPids = (running: Running) =>
   running
     .lines()

@@ -5,16 +5,14 @@
  * each access-log line carries the pid of the worker that served it and the request id the answer
  * carries, which is how a test knows which worker answered.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { request } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/paths.js';
 import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
+import { exitOf, getOnNewConnection, startCluster, type RunningCluster } from '../support/cluster-proxy.js';
 
-const main = join(projectRoot(), 'dist', 'src', 'main.js');
 let configDir: string;
 const upstreams: FakeUpstream[] = [];
 
@@ -31,64 +29,12 @@ afterEach(() => {
   for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-interface Running {
-  child: ChildProcess;
-  url: string;
-  adminUrl: string;
-  lines: () => Record<string, unknown>[];
-}
+type Running = RunningCluster;
 
-function run(upstream: FakeUpstream, config: object): Promise<Running> {
-  const file = join(configDir, `config-${started.length}.json`);
-  writeFileSync(file, JSON.stringify({ accessLog: { hitsEvery: 1 }, ...config }));
-  const child = spawn(process.execPath, [main], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      ADMIN_PORT: '0',
-      UPSTREAM_URLS: upstream.url,
-      LOG_LEVEL: 'info',
-      CONFIG_FILE: file,
-      WORKERS: '3',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  started.push(child);
-  let out = '';
-  let err = '';
-  const lines = () =>
-    out
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    const look = () => {
-      const listening = lines().find((line) => line.msg === 'listening');
-      if (listening) resolve({ child, url: listening.url as string, adminUrl: (listening.adminUrl as string).replace('0.0.0.0', '127.0.0.1'), lines });
-    };
-    child.stdout.on('data', look);
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}${err}`)));
-  });
-}
+/** Three workers against `upstream`, every hit logged. */
+const run = (upstream: FakeUpstream, config: object): Promise<Running> =>
+  startCluster({ upstreamUrl: upstream.url, configDir, env: { WORKERS: '3' }, config, started });
 
-/** A GET on a connection of its own, so that the cluster hands each request to a worker anew. */
-function getOnNewConnection(url: string): Promise<{ status: number; body: string; requestId: string }> {
-  return new Promise((resolve, reject) => {
-    request(url, { agent: false }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, requestId: String(res.headers['x-request-id']) }));
-      res.on('error', reject);
-    })
-      .on('error', reject)
-      .end();
-  });
-}
-
-const exitOf = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 const workerPids = (proxy: Running) =>
   proxy
     .lines()
