@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CounterRates, MIN_GAP_MS } from '../../src/http/admin/status-rates.js';
-import { statusReport, type StatusSources } from '../../src/http/admin/status-report.js';
+import { statusReport } from '../../src/http/admin/status-report.js';
 import { RECENT_KEPT, StatusRecord } from '../../src/telemetry/status-record.js';
-import type { StatusCounts } from '../../src/telemetry/prometheus-telemetry.js';
+import { statusCounts, statusSources } from '../support/status-sources.js';
 
 describe('CounterRates', () => {
   it('has no rate from one sample, then the growth per second since the oldest sample in the window', () => {
@@ -50,40 +50,8 @@ describe('CounterRates', () => {
   });
 });
 
-function counts(over: Partial<StatusCounts> = {}): StatusCounts {
-  return {
-    requests: [],
-    classes: [],
-    upstreamRequests: 0,
-    lastFailures: {},
-    lastTipPollFailure: null,
-    tipAgeSeconds: 1.5,
-    pushFeedBelieved: {},
-    wsClients: {},
-    recentPurges: [],
-    recentReorgs: [],
-    reorgPurgedEntries: 0,
-    reorgsTotal: 0,
-    ...over,
-  };
-}
-
-function sources(over: Partial<StatusSources> = {}): StatusSources {
-  return {
-    now: 1_000_000,
-    tip: { height: 10, indexBlockHash: '0xabc', burnHeight: 5 },
-    chain: { reorgs: [], finalStacksHeight: 4, finalBurnHeight: 2 },
-    upstreams: [{ origin: 'http://a', usable: true, breaker: 'closed', tipHeight: 10, lagBlocks: 0, inFlight: 1, queued: 0 }],
-    counts: counts(),
-    rates: { requests: 3, upstreamRequests: 1 },
-    rateWindowSeconds: 10,
-    memory: { entries: 2, bytes: 300, maxBytes: 1000, maxEntryBytes: 100 },
-    redis: undefined,
-    purges: { local: 0, fromPeers: 0 },
-    live: { push: true, fanout: true },
-    ...over,
-  };
-}
+const counts = statusCounts;
+const sources = statusSources;
 
 type Report = {
   chain: { tip: { height: number; ageSeconds: number } | null; finality: unknown; lastPollError: unknown };

@@ -8,7 +8,7 @@ import { combineAdminAnswers, sumPurgeAnswers, type WorkerAnswer } from '../../s
 import { combineReadiness } from '../../src/cluster/combine-readiness.js';
 import { combineStatusReports } from '../../src/cluster/combine-status-reports.js';
 import { statusReport, type StatusSources } from '../../src/http/admin/status-report.js';
-import type { StatusCounts } from '../../src/telemetry/prometheus-telemetry.js';
+import { statusCounts, statusSources } from '../support/status-sources.js';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const answered = (id: number, status: number, body: unknown, headers: Record<string, string> = {}): WorkerAnswer => ({
@@ -129,40 +129,8 @@ describe('combineReadiness', () => {
   });
 });
 
-function counts(over: Partial<StatusCounts> = {}): StatusCounts {
-  return {
-    requests: [],
-    classes: [],
-    upstreamRequests: 0,
-    lastFailures: {},
-    lastTipPollFailure: null,
-    tipAgeSeconds: 1.5,
-    pushFeedBelieved: {},
-    wsClients: {},
-    recentPurges: [],
-    recentReorgs: [],
-    reorgPurgedEntries: 0,
-    reorgsTotal: 0,
-    ...over,
-  };
-}
-
-function report(over: Partial<StatusSources> = {}) {
-  return statusReport({
-    now: 1_000_000,
-    tip: { height: 10, indexBlockHash: '0xabc', burnHeight: 5 },
-    chain: { reorgs: [], finalStacksHeight: 4, finalBurnHeight: 2 },
-    upstreams: [{ origin: 'http://a', usable: true, breaker: 'closed', tipHeight: 10, lagBlocks: 0, inFlight: 1, queued: 0 }],
-    counts: counts(),
-    rates: { requests: 3, upstreamRequests: 1 },
-    rateWindowSeconds: 10,
-    memory: { entries: 2, bytes: 300, maxBytes: 1000, maxEntryBytes: 100 },
-    redis: undefined,
-    purges: { local: 0, fromPeers: 0 },
-    live: { push: true, fanout: true },
-    ...over,
-  });
-}
+const counts = statusCounts;
+const report = (over: Partial<StatusSources> = {}) => statusReport(statusSources(over));
 
 describe('combineStatusReports', () => {
   const reorg = { forkHeight: 8, from: { height: 9, burnHeight: 4 }, to: { height: 9, burnHeight: 4 } };
