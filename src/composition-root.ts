@@ -493,6 +493,57 @@ export async function createProxyCore(config: Config, options: StartOptions): Pr
   }
 }
 
+/**
+ * Starts the tip poll on the interval and the feeds (push feed, Redis notifier) of a single
+ * process, or of worker mode's tip leader. In worker mode every worker starts as a follower: it
+ * polls at the fallback interval and on the leader's news, sends its own news once it leads, and
+ * starts the feeds only when the primary makes it the leader.
+ */
+function startFollowingTheTip(parts: {
+  config: Config;
+  tracker: ChainTipTracker;
+  origins: readonly string[];
+  feeds: ReadonlyArray<{ start(): void } | undefined>;
+  telemetry: Telemetry;
+  tipShare: TipShare | undefined;
+  stops: StopSequence;
+  now: () => number;
+  activity?: Pick<PrincipalActivity, 'recordBroadcast'>;
+}): void {
+  const { config, tracker, origins, feeds, telemetry, tipShare, stops } = parts;
+  const startFeeds = () => feeds.forEach((feed) => feed?.start());
+  if (!tipShare) {
+    telemetry.tipLeading(true);
+    tracker.start();
+    startFeeds();
+    return;
+  }
+  telemetry.tipLeading(false);
+  tracker.setIntervalFor(() => followerPollIntervalMs(config));
+  tracker.start();
+  let stopping = false;
+  stops.add('stop-accepting', () => {
+    stopping = true;
+    tipShare.detach();
+  });
+  const news = new TipNewsRule();
+  tracker.onPolled((origin, tip) => {
+    if (news.isNews(origin, tip, tracker.tip)) tipShare.tipNews(origin);
+  });
+  tipShare.attach({
+    lead: () => {
+      if (stopping) return;
+      telemetry.tipLeading(true);
+      // The push feed sets its own intervals when it starts; without it, the configured one.
+      tracker.setIntervalFor(() => config.chainTip.pollIntervalMs);
+      startFeeds();
+      // At once: the previous leader may have died with news it had not sent.
+      for (const origin of origins) tracker.pollNow(origin);
+    },
+    pollNow: (origin) => tracker.pollNow(origin),
+    mempool: (principals) => parts.activity?.recordBroadcast(principals, parts.now()),
+  });
+}
 async function assembleCore(config: Config, options: StartOptions, stops: StopSequence): Promise<ProxyCore> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.
@@ -713,40 +764,17 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
   if (redisNotifier) stops.add('pollers', () => redisNotifier.close());
 
   await tracker.pollOnce();
-  if (!tipShare) {
-    telemetry.tipLeading(true);
-    tracker.start();
-    pushFeed?.start();
-    redisNotifier?.start();
-  } else {
-    // A follower until the primary says otherwise: polls at the fallback interval, and on the leader's news.
-    telemetry.tipLeading(false);
-    tracker.setIntervalFor(() => followerPollIntervalMs(config));
-    tracker.start();
-    let stopping = false;
-    stops.add('stop-accepting', () => {
-      stopping = true;
-      tipShare.detach();
-    });
-    const news = new TipNewsRule();
-    tracker.onPolled((origin, tip) => {
-      if (news.isNews(origin, tip, tracker.tip)) tipShare.tipNews(origin);
-    });
-    tipShare.attach({
-      lead: () => {
-        if (stopping) return;
-        telemetry.tipLeading(true);
-        // The push feed sets its own intervals when it starts; without it, the configured one.
-        tracker.setIntervalFor(() => config.chainTip.pollIntervalMs);
-        pushFeed?.start();
-        redisNotifier?.start();
-        // At once: the previous leader may have died with news it had not sent.
-        for (const origin of upstream.origins) tracker.pollNow(origin);
-      },
-      pollNow: (origin) => tracker.pollNow(origin),
-      mempool: (principals) => principalActivity?.recordBroadcast(principals, now()),
-    });
-  }
+  startFollowingTheTip({
+    config,
+    tracker,
+    origins: upstream.origins,
+    feeds: [pushFeed, redisNotifier],
+    telemetry,
+    tipShare,
+    stops,
+    now,
+    activity: principalActivity,
+  });
   activity?.watcher?.start();
 
   return {
