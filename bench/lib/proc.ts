@@ -7,8 +7,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { projectRoot } from '../../src/paths.js';
-import { exited, freePort, isAnswering, waitFor } from '../../testkit/index.js';
+import { exited, freePort, isAnswering, isPortOpen, waitFor } from '../../testkit/index.js';
 
 export const ROOT = projectRoot();
 export const HAS_TASKSET = spawnSync('taskset', ['-V']).status === 0;
@@ -59,9 +60,16 @@ export interface Server {
  * number or a taskset CPU list ('0-1': free to use both; without taskset a child would inherit
  * this process's CPU 1); taskset execs node, so the pid is node's.
  */
-export async function startNodeServer(script: string, env: Record<string, string>, healthPath: string, cpu: number | string = 0, root = ROOT): Promise<Server> {
+export async function startNodeServer(
+  script: string,
+  env: Record<string, string>,
+  healthPath: string,
+  cpu: number | string = 0,
+  root = ROOT,
+  nodeFlags: readonly string[] = [],
+): Promise<Server> {
   const port = await freePort();
-  const args = [process.execPath, join(root, 'dist', script)];
+  const args = [process.execPath, ...nodeFlags, join(root, 'dist', script)];
   const [command, rest] = HAS_TASKSET ? ['taskset', ['-c', String(cpu), ...args]] : [args[0] as string, args.slice(1)];
   const child = spawn(command, rest, {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env },
@@ -82,6 +90,12 @@ export interface ProxyOptions {
   cpu?: number | string;
   /** Another build of the proxy (a checkout with dist/ built), e.g. the baseline commit's. */
   root?: string;
+  /**
+   * Baseline 3 (bench/baselines/in-process.ts) in the proxy's process: the bare handler on this
+   * port, answering the head the bench writes to `headersFile`, from memory (`body`) or from a
+   * Redis key (`redisUrl`, `key`).
+   */
+  inProcessBare?: { port: number; headersFile: string; body?: Buffer; redisUrl?: string; key?: string };
 }
 
 /** A proxy process as operators run it (dist/src/main.js), with its own admin port. */
@@ -99,7 +113,15 @@ export async function startProxy(options: ProxyOptions): Promise<Server & { admi
     writeFileSync(file, JSON.stringify(options.config));
     env.CONFIG_FILE = file;
   }
-  const server = await startNodeServer('src/main.js', env, '/health', options.cpu ?? 0, options.root);
+  const bare = options.inProcessBare;
+  const flags: string[] = [];
+  if (bare) {
+    flags.push('--import', pathToFileURL(join(options.root ?? ROOT, 'dist', 'bench', 'baselines', 'in-process.js')).href);
+    Object.assign(env, { BARE_PORT: String(bare.port), BARE_HEADERS_FILE: bare.headersFile, BARE_BODY: bare.body?.toString('base64') ?? '' });
+    if (bare.redisUrl) Object.assign(env, { BARE_REDIS_URL: bare.redisUrl, BARE_KEY: bare.key ?? 'bench:body' });
+  }
+  const server = await startNodeServer('src/main.js', env, '/health', options.cpu ?? 0, options.root, flags);
+  if (bare) await waitFor(() => isPortOpen(bare.port), { timeoutMs: 10_000, what: `baseline 3 on port ${bare.port}` });
   return { ...server, adminUrl: `http://127.0.0.1:${adminPort}` };
 }
 

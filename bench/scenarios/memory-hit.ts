@@ -2,10 +2,13 @@
  * Scenarios 1 and 7: a memory-tier hit at the default settings (log level info, hits sampled in
  * the access log), with every hit logged, with the access log off (warn) and with rate limiting
  * on (per-process budget), against a bare node:http server answering the same body from a Map
- * (with a minimal head, and with the whole head a hit carries); and what each per-request
- * feature costs.
+ * (with a minimal head, and with the whole head a hit carries), and the latter's handler served
+ * from inside the proxy's own process (baseline 3); and what each per-request feature costs.
  */
-import { stopChild } from '../../testkit/index.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, stopChild } from '../../testkit/index.js';
 import { alternate, generatorsOf } from '../lib/load.js';
 import { runJsonChild, startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
@@ -29,21 +32,22 @@ const metricsShare = (ns: number, cpuMicros: number | undefined): string => (cpu
 export async function memoryHit({ options, upstream, hitBody }: Context): Promise<Section> {
   const servers: Server[] = [];
   try {
+    const inProcess = { port: await freePort(), headersFile: join(mkdtempSync(join(tmpdir(), 'scp-bench-')), 'head.json'), body: hitBody };
     const [baseline, info, everyHit, warn, limited] = await Promise.all([
       startNodeServer('bench/baselines/map-server.js', { BODY: hitBody.toString('base64') }, '/health'),
-      startProxy({ upstreamUrl: upstream.url }),
+      // The defaults' proxy hosts baseline 3 (bench/baselines/in-process.ts) on a port of its own.
+      startProxy({ upstreamUrl: upstream.url, inProcessBare: inProcess }),
       startProxy({ upstreamUrl: upstream.url, config: { accessLog: { hitsEvery: 1 } } }),
       startProxy({ upstreamUrl: upstream.url, logLevel: 'warn' }),
       startProxy({ upstreamUrl: upstream.url, config: RATE_LIMITED }),
     ]);
     servers.push(baseline, info, everyHit, warn, limited);
     for (const proxy of [info, everyHit, warn, limited]) await fetch(proxy.url + HIT_PATH).then((r) => r.arrayBuffer());
-    const fullHead = await startNodeServer(
-      'bench/baselines/map-server.js',
-      { BODY: hitBody.toString('base64'), HEADERS: JSON.stringify(await hitHead(info.url + HIT_PATH)) },
-      '/health',
-    );
+    const head = JSON.stringify(await hitHead(info.url + HIT_PATH));
+    writeFileSync(inProcess.headersFile, head);
+    const fullHead = await startNodeServer('bench/baselines/map-server.js', { BODY: hitBody.toString('base64'), HEADERS: head }, '/health');
     servers.push(fullHead);
+    const inProcessUrl = `http://127.0.0.1:${inProcess.port}`;
     // wrk where installed (bench/lib/wrk.ts); the same two servers under autocannon too, to show how the generators disagree.
     const hit = (s: Server, preferWrk = true) => [{ url: s.url + HIT_PATH, pids: [s.pid], preferWrk }];
     const bare = (s: Server, preferWrk = true) => [{ url: `${s.url}/x`, pids: [s.pid], preferWrk }];
@@ -53,6 +57,7 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
         baseline: bare(baseline),
         fullHead: bare(fullHead),
         fullHeadAutocannon: bare(fullHead, false),
+        inProcess: [{ url: `${inProcessUrl}/x`, pids: [info.pid], preferWrk: true }],
         info: hit(info),
         infoAutocannon: hit(info, false),
         everyHit: hit(everyHit),
@@ -87,10 +92,17 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
         },
         {
           scenario: s,
+          name: "baseline 3: baseline 2's handler inside the defaults' proxy process (its own port)",
+          run: runs.inProcess,
+          baseline: base,
+          note: `vs baseline 2: ${rpsFull('inProcess')}x req/s, ${cpuFull('inProcess')}x CPU (the process around a hit)`,
+        },
+        {
+          scenario: s,
           name: 'proxy, defaults (LOG_LEVEL=info, 1 hit in 100 logged)',
           run: runs.info,
           baseline: base,
-          note: `vs baseline 2: ${rpsFull('info')}x req/s, ${cpuFull('info')}x CPU`,
+          note: `vs baseline 2: ${rpsFull('info')}x req/s, ${cpuFull('info')}x CPU; vs baseline 3: ${ratio(runs.info?.requestsPerSecond, runs.inProcess?.requestsPerSecond)}x req/s, ${ratio(runs.info?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x CPU (the proxy's own work)`,
         },
         {
           scenario: s,
@@ -121,6 +133,7 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
         `wrk and autocannon on the same two servers: under autocannon the proxy's hit is ${ratio(runs.infoAutocannon?.requestsPerSecond, runs.fullHeadAutocannon?.requestsPerSecond)}x baseline 2's req/s, under wrk ${rpsFull('info')}x; the generator's own CPU per request: autocannon ${runs.infoAutocannon?.generatorCpuMicrosPerRequest} µs on the proxy and ${runs.fullHeadAutocannon?.generatorCpuMicrosPerRequest} µs on baseline 2, wrk ${runs.info?.generatorCpuMicrosPerRequest} and ${full?.generatorCpuMicrosPerRequest} µs.`,
         `Cost of the access log: every hit logged vs none (warn): ${featureCost('everyHit', 'warn')}; the default (1 hit in 100 logged) vs none: ${featureCost('info', 'warn')}. Rate limiting on, memory budget (vs the defaults): ${featureCost('limited', 'info')}. Metrics (no switch; timed in a loop, bench/micro/telemetry-cost.ts): ${metrics.nsPerHitFolded} ns per hit, ${metricsShare(metrics.nsPerHitFolded, runs.info?.cpuMicrosPerRequest)} of a hit's CPU at the defaults (the same samples through prom-client label objects, as before issue 10: ${metrics.nsPerHitPromClientLabels} ns).`,
         `Where the hit's extra CPU goes: the proxy's own JavaScript per hit (the pipeline from URL to res.end, called in a loop without node:http, bench/micro/hit-path-cost.ts) takes ${(js.nsPerHit / 1000).toFixed(2)} µs against ${(js.nsPerBareHit / 1000).toFixed(2)} µs for the bare server's handler: ${jsMicros.toFixed(2)} µs of the ${proxyMinusBare.toFixed(1)} µs a hit costs over baseline 2 in this run; the rest is what runs around that code in a real server (garbage collection of its allocations, a larger heap and code, background timers).`,
+        `The same bare handler inside the proxy's process (baseline 3, on a port of its own, the proxy's port idle meanwhile): ${cpuFull('inProcess')}x baseline 2's CPU per request, and the proxy's hit ${ratio(runs.info?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x baseline 3's: of the hit's ${cpuFull('info')}x over baseline 2, the first factor is the process the hit runs in (node:http's own code in a larger heap, beside more code, timers and connections) and the second the proxy's own work.`,
       ],
       data: { runs, metrics, hitPathJs: js },
     };

@@ -2,13 +2,17 @@
  * Scenario 2: a Redis-tier hit (the memory tier refuses the entry: maxEntryBytes below the body
  * size) against a bare node:http server doing one ioredis getBuffer per request, with ioredis
  * auto-pipelining on (the baseline the ratios use) and off (the plain one GET per request the
- * issue names); the same hit with rate limiting on a Redis budget (one EVALSHA more per request);
+ * issue names), and baseline 2's handler served from inside the proxy's own process (baseline 3,
+ * bench/baselines/in-process.ts); the same hit with rate limiting on a Redis budget (one EVALSHA more per request);
  * the same hit with the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB), and with V8's
  * own rule for starting a full collection (heap.markingStartPercent 0), with the mark-compacts
  * each proxy ran per 1,000 Redis-tier hits (node's own `nodejs_gc_duration_seconds`).
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startRedis, stopChild } from '../../testkit/index.js';
+import { freePort, startRedis, stopChild } from '../../testkit/index.js';
 import { alternate, generatorsOf } from '../lib/load.js';
 import { scrape, sumSeries } from '../lib/metrics.js';
 import { startNodeServer, startProxy, type Server } from '../lib/proc.js';
@@ -23,21 +27,26 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     await client.set('bench:body', hitBody);
     client.disconnect();
     const memoryRefuses = { cache: { memory: { maxEntryBytes: Math.min(256, hitBody.length - 1), maxBytesWithRedis: 1024 } } };
+    const inProcess = {
+      port: await freePort(),
+      headersFile: join(mkdtempSync(join(tmpdir(), 'scp-bench-')), 'head.json'),
+      redisUrl: redis.url,
+      key: 'bench:body',
+    };
     const [baseline, unpipelined, proxy, limited, smallYoung, v8Marking] = await Promise.all([
       startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body' }, '/health'),
       startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', AUTO_PIPELINING: '0' }, '/health'),
-      startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: memoryRefuses }),
+      // Hosts baseline 3 (bench/baselines/in-process.ts) on a port of its own.
+      startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: memoryRefuses, inProcessBare: inProcess }),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, ...RATE_LIMITED } }),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, heap: { maxSemiSpaceMiB: 2 } } }),
       startProxy({ upstreamUrl: upstream.url, redisUrl: redis.url, config: { ...memoryRefuses, heap: { markingStartPercent: 0 } } }),
     ]);
     servers.push(baseline, unpipelined, proxy, limited, smallYoung, v8Marking);
     for (const p of [proxy, limited, smallYoung, v8Marking]) await fetch(p.url + HIT_PATH).then((r) => r.arrayBuffer());
-    const fullHead = await startNodeServer(
-      'bench/baselines/redis-get-server.js',
-      { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: JSON.stringify(await hitHead(proxy.url + HIT_PATH)) },
-      '/health',
-    );
+    const head = JSON.stringify(await hitHead(proxy.url + HIT_PATH));
+    writeFileSync(inProcess.headersFile, head);
+    const fullHead = await startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: head }, '/health');
     servers.push(fullHead);
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });
     const gcBefore = await Promise.all([proxy, v8Marking].map((p) => hitsAndMajorGcs(p.adminUrl)));
@@ -50,6 +59,7 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
         baseline: bare(baseline),
         fullHead: bare(fullHead),
         unpipelined: bare(unpipelined),
+        inProcess: [{ url: `http://127.0.0.1:${inProcess.port}/x`, pids: [proxy.pid], preferWrk: true }],
         proxy: hit(proxy),
         smallYoung: hit(smallYoung),
         v8Marking: hit(v8Marking),
@@ -77,10 +87,17 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
         { scenario: s, name: 'bare node:http + one ioredis getBuffer, auto-pipelining off', run: runs.unpipelined, baseline: base },
         {
           scenario: s,
+          name: "baseline 3: baseline 2's handler inside the Redis-tier proxy's process (its own port)",
+          run: runs.inProcess,
+          baseline: base,
+          note: `vs baseline 2: ${ratio(runs.inProcess?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.inProcess?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU (the process around a hit)`,
+        },
+        {
+          scenario: s,
           name: 'proxy, Redis-tier hit (memory tier refuses the entry)',
           run: runs.proxy,
           baseline: base,
-          note: `${redisHits.toLocaleString('en-US')} Redis hits counted by the proxy; vs baseline 2: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU`,
+          note: `${redisHits.toLocaleString('en-US')} Redis hits counted by the proxy; vs baseline 2: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU; vs baseline 3: ${ratio(runs.proxy?.requestsPerSecond, runs.inProcess?.requestsPerSecond)}x req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x CPU (the proxy's own work)`,
         },
         {
           scenario: s,
@@ -99,7 +116,7 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
         { scenario: '7 feature cost', name: 'proxy, Redis-tier hit, rate limiting on (Redis budget)', run: runs.limited, baseline: base },
       ],
       findings: [
-        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. With the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB: 2) the default 16 MiB does ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x the CPU per request. Marking started at 60% of the old-space limit (heap.markingStartPercent, the default) against V8's own rule: ${ratio(runs.proxy?.requestsPerSecond, runs.v8Marking?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.v8Marking?.cpuMicrosPerRequest)}x the CPU, ${defaultMarking} against ${ownMarking} mark-compacts per 1,000 hits. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
+        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. With the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB: 2) the default 16 MiB does ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x the CPU per request. Marking started at 60% of the old-space limit (heap.markingStartPercent, the default) against V8's own rule: ${ratio(runs.proxy?.requestsPerSecond, runs.v8Marking?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.v8Marking?.cpuMicrosPerRequest)}x the CPU, ${defaultMarking} against ${ownMarking} mark-compacts per 1,000 hits. The same bare handler inside the proxy's process (baseline 3, its own port, the proxy's idle meanwhile): ${ratio(runs.inProcess?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x baseline 2's CPU per request (the process a hit runs in), and the proxy's Redis-tier hit ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x baseline 3's (the proxy's own work), ${ratio(runs.proxy?.requestsPerSecond, runs.inProcess?.requestsPerSecond)}x its req/s. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
       ],
       data: { runs, redisHits, majorGcsPerThousandHits: { default: defaultMarking, v8Rule: ownMarking } },
     };
