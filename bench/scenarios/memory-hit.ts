@@ -2,8 +2,9 @@
  * Scenarios 1 and 7: a memory-tier hit at the default settings (log level info, hits sampled in
  * the access log), with every hit logged, with the access log off (warn) and with rate limiting
  * on (per-process budget), against a bare node:http server answering the same body from a Map
- * (with a minimal head, and with the whole head a hit carries), and the latter's handler served
- * from inside the proxy's own process (baseline 3); and what each per-request feature costs.
+ * (with a minimal head, and with the whole head a hit carries), the latter with a little
+ * background work (bench/baselines/background-work.ts) and its handler served from inside the
+ * proxy's own process (baseline 3); and what each per-request feature costs.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { freePort, stopChild } from '../../testkit/index.js';
 import { alternate, generatorsOf } from '../lib/load.js';
 import { runJsonChild, startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
+import { BACKGROUND_WORK } from '../lib/background-work.js';
 import { HIT_PATH, RATE_LIMITED, hitHead, type Context } from './context.js';
 
 /** The metrics' own cost per hit, timed in a child on the servers' CPU (a few seconds; under one with --quick). */
@@ -47,6 +49,15 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
     writeFileSync(inProcess.headersFile, head);
     const fullHead = await startNodeServer('bench/baselines/map-server.js', { BODY: hitBody.toString('base64'), HEADERS: head }, '/health');
     servers.push(fullHead);
+    const withBackground = await startNodeServer(
+      'bench/baselines/map-server.js',
+      { ...{ BODY: hitBody.toString('base64'), HEADERS: head }, BACKGROUND_UPSTREAM_URL: upstream.url },
+      '/health',
+      0,
+      undefined,
+      ['--import', BACKGROUND_WORK],
+    );
+    servers.push(withBackground);
     const inProcessUrl = `http://127.0.0.1:${inProcess.port}`;
     // wrk where installed (bench/lib/wrk.ts); the same two servers under autocannon too, to show how the generators disagree.
     const hit = (s: Server, preferWrk = true) => [{ url: s.url + HIT_PATH, pids: [s.pid], preferWrk }];
@@ -57,6 +68,7 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
         baseline: bare(baseline),
         fullHead: bare(fullHead),
         fullHeadAutocannon: bare(fullHead, false),
+        background: bare(withBackground),
         inProcess: [{ url: `${inProcessUrl}/x`, pids: [info.pid], preferWrk: true }],
         info: hit(info),
         infoAutocannon: hit(info, false),
@@ -89,6 +101,13 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
           run: full,
           baseline: base,
           note: 'the headers a hit must carry',
+        },
+        {
+          scenario: s,
+          name: 'baseline 2 with background work (an upstream poll over undici and a second HTTP server, 4 a second each)',
+          run: runs.background,
+          baseline: base,
+          note: `vs baseline 2: ${rpsFull('background')}x req/s, ${cpuFull('background')}x CPU (the same code, used by other objects too)`,
         },
         {
           scenario: s,
@@ -133,7 +152,7 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
         `wrk and autocannon on the same two servers: under autocannon the proxy's hit is ${ratio(runs.infoAutocannon?.requestsPerSecond, runs.fullHeadAutocannon?.requestsPerSecond)}x baseline 2's req/s, under wrk ${rpsFull('info')}x; the generator's own CPU per request: autocannon ${runs.infoAutocannon?.generatorCpuMicrosPerRequest} µs on the proxy and ${runs.fullHeadAutocannon?.generatorCpuMicrosPerRequest} µs on baseline 2, wrk ${runs.info?.generatorCpuMicrosPerRequest} and ${full?.generatorCpuMicrosPerRequest} µs.`,
         `Cost of the access log: every hit logged vs none (warn): ${featureCost('everyHit', 'warn')}; the default (1 hit in 100 logged) vs none: ${featureCost('info', 'warn')}. Rate limiting on, memory budget (vs the defaults): ${featureCost('limited', 'info')}. Metrics (no switch; timed in a loop, bench/micro/telemetry-cost.ts): ${metrics.nsPerHitFolded} ns per hit, ${metricsShare(metrics.nsPerHitFolded, runs.info?.cpuMicrosPerRequest)} of a hit's CPU at the defaults (the same samples through prom-client label objects, as before issue 10: ${metrics.nsPerHitPromClientLabels} ns).`,
         `Where the hit's extra CPU goes: the proxy's own JavaScript per hit (the pipeline from URL to res.end, called in a loop without node:http, bench/micro/hit-path-cost.ts) takes ${(js.nsPerHit / 1000).toFixed(2)} µs against ${(js.nsPerBareHit / 1000).toFixed(2)} µs for the bare server's handler: ${jsMicros.toFixed(2)} µs of the ${proxyMinusBare.toFixed(1)} µs a hit costs over baseline 2 in this run; the rest is what runs around that code in a real server (garbage collection of its allocations, a larger heap and code, background timers).`,
-        `The same bare handler inside the proxy's process (baseline 3, on a port of its own, the proxy's port idle meanwhile): ${cpuFull('inProcess')}x baseline 2's CPU per request, and the proxy's hit ${ratio(runs.info?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x baseline 3's: of the hit's ${cpuFull('info')}x over baseline 2, the first factor is the process the hit runs in (node:http's own code in a larger heap, beside more code, timers and connections) and the second the proxy's own work.`,
+        `The same bare handler inside the proxy's process (baseline 3, on a port of its own, the proxy's port idle meanwhile): ${cpuFull('inProcess')}x baseline 2's CPU per request, and the proxy's hit ${ratio(runs.info?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x baseline 3's: of the hit's ${cpuFull('info')}x over baseline 2, the first factor is the process the hit runs in and the second the proxy's own work. Baseline 2 with a little background work (an upstream poll over undici and a second HTTP server, 4 a second each, a few requests' worth of CPU): ${cpuFull('background')}x baseline 2's CPU per request: node's shared code (streams, sockets, HTTP, timers) costs more once other kinds of objects have gone through it, as they do in any proxy.`,
       ],
       data: { runs, metrics, hitPathJs: js },
     };

@@ -2,7 +2,8 @@
  * Scenario 2: a Redis-tier hit (the memory tier refuses the entry: maxEntryBytes below the body
  * size) against a bare node:http server doing one ioredis getBuffer per request, with ioredis
  * auto-pipelining on (the baseline the ratios use) and off (the plain one GET per request the
- * issue names), and baseline 2's handler served from inside the proxy's own process (baseline 3,
+ * issue names), baseline 2 with a little background work (bench/baselines/background-work.ts)
+ * and its handler served from inside the proxy's own process (baseline 3,
  * bench/baselines/in-process.ts); the same hit with rate limiting on a Redis budget (one EVALSHA more per request);
  * the same hit with the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB), and with V8's
  * own rule for starting a full collection (heap.markingStartPercent 0), with the mark-compacts
@@ -17,6 +18,7 @@ import { alternate, generatorsOf } from '../lib/load.js';
 import { scrape, sumSeries } from '../lib/metrics.js';
 import { startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
+import { BACKGROUND_WORK } from '../lib/background-work.js';
 import { HIT_PATH, RATE_LIMITED, hitHead, type Context } from './context.js';
 
 export async function redisHit({ options, upstream, hitBody }: Context): Promise<Section> {
@@ -48,6 +50,15 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
     writeFileSync(inProcess.headersFile, head);
     const fullHead = await startNodeServer('bench/baselines/redis-get-server.js', { REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: head }, '/health');
     servers.push(fullHead);
+    const withBackground = await startNodeServer(
+      'bench/baselines/redis-get-server.js',
+      { ...{ REDIS_URL: redis.url, KEY: 'bench:body', HEADERS: head }, BACKGROUND_UPSTREAM_URL: upstream.url, BACKGROUND_REDIS_URL: redis.url },
+      '/health',
+      0,
+      undefined,
+      ['--import', BACKGROUND_WORK],
+    );
+    servers.push(withBackground);
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });
     const gcBefore = await Promise.all([proxy, v8Marking].map((p) => hitsAndMajorGcs(p.adminUrl)));
     // wrk where installed (bench/lib/wrk.ts).
@@ -59,6 +70,7 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
         baseline: bare(baseline),
         fullHead: bare(fullHead),
         unpipelined: bare(unpipelined),
+        background: bare(withBackground),
         inProcess: [{ url: `http://127.0.0.1:${inProcess.port}/x`, pids: [proxy.pid], preferWrk: true }],
         proxy: hit(proxy),
         smallYoung: hit(smallYoung),
@@ -85,6 +97,13 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
           note: 'the headers a hit must carry',
         },
         { scenario: s, name: 'bare node:http + one ioredis getBuffer, auto-pipelining off', run: runs.unpipelined, baseline: base },
+        {
+          scenario: s,
+          name: 'baseline 2 with background work (an upstream poll over undici, a second HTTP server, a second Redis client and a subscriber, 4 a second each)',
+          run: runs.background,
+          baseline: base,
+          note: `vs baseline 2: ${ratio(runs.background?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x req/s, ${ratio(runs.background?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x CPU (the same code, used by other objects too)`,
+        },
         {
           scenario: s,
           name: "baseline 3: baseline 2's handler inside the Redis-tier proxy's process (its own port)",
@@ -116,7 +135,7 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
         { scenario: '7 feature cost', name: 'proxy, Redis-tier hit, rate limiting on (Redis budget)', run: runs.limited, baseline: base },
       ],
       findings: [
-        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. With the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB: 2) the default 16 MiB does ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x the CPU per request. Marking started at 60% of the old-space limit (heap.markingStartPercent, the default) against V8's own rule: ${ratio(runs.proxy?.requestsPerSecond, runs.v8Marking?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.v8Marking?.cpuMicrosPerRequest)}x the CPU, ${defaultMarking} against ${ownMarking} mark-compacts per 1,000 hits. The same bare handler inside the proxy's process (baseline 3, its own port, the proxy's idle meanwhile): ${ratio(runs.inProcess?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x baseline 2's CPU per request (the process a hit runs in), and the proxy's Redis-tier hit ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x baseline 3's (the proxy's own work), ${ratio(runs.proxy?.requestsPerSecond, runs.inProcess?.requestsPerSecond)}x its req/s. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
+        `Load generator: ${generatorsOf([runs.proxy, base])}. Redis-tier hit: ${ratio(runs.proxy?.requestsPerSecond, base?.requestsPerSecond)}x the req/s of one ioredis GET per request (target >= 0.9x), ${ratio(runs.proxy?.cpuMicrosPerRequest, base?.cpuMicrosPerRequest)}x its CPU per request; against baseline 2, which writes the same head a hit carries: ${ratio(runs.proxy?.requestsPerSecond, runs.fullHead?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x the CPU; against the same server with auto-pipelining off: ${ratio(runs.proxy?.requestsPerSecond, runs.unpipelined?.requestsPerSecond)}x the req/s, ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.unpipelined?.cpuMicrosPerRequest)}x the CPU per request. With the 2 MiB semi-space of before issue 18 (heap.maxSemiSpaceMiB: 2) the default 16 MiB does ${ratio(runs.proxy?.requestsPerSecond, runs.smallYoung?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.smallYoung?.cpuMicrosPerRequest)}x the CPU per request. Marking started at 60% of the old-space limit (heap.markingStartPercent, the default) against V8's own rule: ${ratio(runs.proxy?.requestsPerSecond, runs.v8Marking?.requestsPerSecond)}x the req/s at ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.v8Marking?.cpuMicrosPerRequest)}x the CPU, ${defaultMarking} against ${ownMarking} mark-compacts per 1,000 hits. The same bare handler inside the proxy's process (baseline 3, its own port, the proxy's idle meanwhile): ${ratio(runs.inProcess?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x baseline 2's CPU per request (the process a hit runs in), and the proxy's Redis-tier hit ${ratio(runs.proxy?.cpuMicrosPerRequest, runs.inProcess?.cpuMicrosPerRequest)}x baseline 3's (the proxy's own work), ${ratio(runs.proxy?.requestsPerSecond, runs.inProcess?.requestsPerSecond)}x its req/s; baseline 2 with a little background work (an upstream poll, a second HTTP server, a second Redis client and a subscriber, 4 a second each): ${ratio(runs.background?.cpuMicrosPerRequest, runs.fullHead?.cpuMicrosPerRequest)}x baseline 2's CPU per request. Rate limiting with a Redis budget on that hit: ${ratio(runs.limited?.requestsPerSecond, runs.proxy?.requestsPerSecond)}x the req/s, ${ratio(runs.limited?.cpuMicrosPerRequest, runs.proxy?.cpuMicrosPerRequest)}x the CPU per request.`,
       ],
       data: { runs, redisHits, majorGcsPerThousandHits: { default: defaultMarking, v8Rule: ownMarking } },
     };
