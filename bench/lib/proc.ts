@@ -96,6 +96,8 @@ export interface ProxyOptions {
    * Redis key (`redisUrl`, `key`).
    */
   inProcessBare?: { port: number; headersFile: string; body?: Buffer; redisUrl?: string; key?: string };
+  /** node's own flags (--cpu-prof for bench:profile), before the script. */
+  nodeFlags?: readonly string[];
 }
 
 /** A proxy process as operators run it (dist/src/main.js), with its own admin port. */
@@ -114,7 +116,7 @@ export async function startProxy(options: ProxyOptions): Promise<Server & { admi
     env.CONFIG_FILE = file;
   }
   const bare = options.inProcessBare;
-  const flags: string[] = [];
+  const flags: string[] = [...(options.nodeFlags ?? [])];
   if (bare) {
     flags.push('--import', pathToFileURL(join(options.root ?? ROOT, 'dist', 'bench', 'baselines', 'in-process.js')).href);
     Object.assign(env, { BARE_PORT: String(bare.port), BARE_HEADERS_FILE: bare.headersFile, BARE_BODY: bare.body?.toString('base64') ?? '' });
