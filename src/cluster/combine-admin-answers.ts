@@ -99,20 +99,36 @@ function messageOf(answer: WorkerHttpAnswer): string {
 
 const succeeded = (status: number): boolean => status >= 200 && status < 300;
 
-/** `what` names the call (`POST /admin/purge`); `requestId` goes on an answer the primary writes itself. */
-export function combineAdminAnswers(what: string, workers: WorkerAnswer[], requestId: string): CombinedAnswer {
+/**
+ * The body of one answer for the workers' successful answers (all with the same status), or
+ * undefined when one of them is not what was expected (the first worker's body is passed on).
+ */
+export type SuccessCombiner = (answers: Array<WorkerRef & { body: Buffer }>) => Buffer | undefined;
+
+/** A purge's answers, their counts added up (sumPurgeAnswers). */
+export const combinePurgeBodies: SuccessCombiner = (answers) => {
+  const purges = answers.map((a) => parsePurgeAnswer(a.body));
+  return purges.every((p) => p !== undefined) ? Buffer.from(JSON.stringify(sumPurgeAnswers(purges as PurgeAnswer[]))) : undefined;
+};
+
+/**
+ * `what` names the call (`POST /admin/purge`); `requestId` goes on an answer the primary writes
+ * itself; `combineSuccesses` makes one body of the workers' successful answers (a purge's by default).
+ */
+export function combineAdminAnswers(
+  what: string,
+  workers: WorkerAnswer[],
+  requestId: string,
+  combineSuccesses: SuccessCombiner = combinePurgeBodies,
+): CombinedAnswer {
   const statusOf = (w: WorkerAnswer): number => ('answer' in w ? w.answer.status : NO_ANSWER_STATUS);
   const first = workers[0];
   if (first && 'answer' in first && workers.every((w) => 'answer' in w && w.answer.status === first.answer.status)) {
-    const answers = workers.map((w) => (w as { answer: WorkerHttpAnswer }).answer);
+    const answers = workers.map((w) => ({ id: w.id, pid: w.pid, body: (w as { answer: WorkerHttpAnswer }).answer.body }));
     const headers = Object.entries(first.answer.headers).flatMap(([name, value]) =>
       value === undefined || PER_MESSAGE_HEADERS.has(name) ? [] : (Array.isArray(value) ? value : [value]).flatMap((v) => [name, v]),
     );
-    const purges = answers.map((a) => parsePurgeAnswer(a.body));
-    const body =
-      succeeded(first.answer.status) && purges.every((p) => p !== undefined)
-        ? Buffer.from(JSON.stringify(sumPurgeAnswers(purges as PurgeAnswer[])))
-        : first.answer.body;
+    const body = (succeeded(first.answer.status) ? combineSuccesses(answers) : undefined) ?? first.answer.body;
     return { status: first.answer.status, headers: [...headers, 'content-length', String(body.length)], body };
   }
   // No worker ready: as the primary answers anything it cannot forward (primary.ts).

@@ -6,6 +6,10 @@
  * - /ready: ready only when every worker is (combine-readiness.ts);
  * - /status.json: the workers' reports combined (combine-status-reports.ts), so the status page
  *   (which renders that JSON in the browser) shows the host;
+ * - GET /admin/cache: every worker's stats combined (combine-cache-stats.ts): memory tiers,
+ *   lookups and purges added up, with a line per worker; a refusal (401, the API off) is the
+ *   workers' own, and a worker that fails or does not answer makes the whole call fail as a
+ *   purge does (combine-admin-answers.ts), naming it;
  * - every state-changing admin API call (any method but GET and HEAD on /admin/purge and
  *   /admin/cache; today only POST /admin/purge changes anything, the rest are refused alike by
  *   every worker): its body read once, sent to every worker, the answers combined
@@ -19,8 +23,7 @@
  *   the Redis tier is purged once per worker (after the first, nothing is left to delete) and
  *   each worker announces it on the channel (each peer purges again, finding nothing).
  *
- * Anything else (/health, the page's files, GET /admin/cache, unknown paths) goes to one worker,
- * as it is the same on each (GET /admin/cache shows that worker's lookups and memory tier).
+ * Anything else (/health, the page's files, unknown paths) goes to one worker, as it is the same on each.
  * The workers check ADMIN_TOKEN: the client's Authorization header reaches each as it came.
  */
 import { request, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
@@ -33,6 +36,7 @@ import { requestIdOf } from '../http/request-log.js';
 import { decideTarget } from '../http/request-target.js';
 import { sendError } from '../http/respond.js';
 import { combineAdminAnswers, type WorkerAnswer } from './combine-admin-answers.js';
+import { combineCacheStats } from './combine-cache-stats.js';
 import { combineReadiness } from './combine-readiness.js';
 import { combineStatusReports, type WorkerReport, type WorkerRef } from './combine-status-reports.js';
 import { askWorker } from './worker-admin-request.js';
@@ -114,6 +118,14 @@ export function createPrimaryAdmin(deps: PrimaryAdminDeps) {
     res.end(combined.body);
   };
 
+  /** GET (or HEAD) /admin/cache: every worker's stats as one; the workers check the token. */
+  const cacheStats = async (req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> => {
+    const answers = await askAll('GET', req.url ?? '/admin/cache', forwardedHeaders(req, requestId), READ_WAIT_MS);
+    const combined = combineAdminAnswers('GET /admin/cache', answers, requestId, combineCacheStats);
+    res.writeHead(combined.status, combined.headers);
+    res.end(req.method === 'HEAD' ? undefined : combined.body);
+  };
+
   const ready = async (req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> => {
     const { status, body } = combineReadiness(await askAll('GET', '/ready', { 'x-request-id': requestId }, READ_WAIT_MS));
     const text = JSON.stringify(body);
@@ -176,6 +188,7 @@ export function createPrimaryAdmin(deps: PrimaryAdminDeps) {
     if (read && path === '/metrics') deps.answerMetrics(req, res);
     else if (read && path === '/ready') ready(req, res, requestId).catch(fail);
     else if (read && path === '/status.json') status(req, res, requestId).catch(fail);
+    else if (read && path === '/admin/cache') cacheStats(req, res, requestId).catch(fail);
     else if (!read && path !== undefined && ADMIN_API_PATHS.has(path)) fanOut(req, res, path, requestId).catch(fail);
     else forwardToOne(req, res, url);
   };

@@ -275,7 +275,7 @@ describe('worker mode: the admin port answers for every worker', () => {
   const purge = (proxy: Running, body: unknown, authorization = `Bearer ${token}`) =>
     fetch(`${admin(proxy)}/admin/purge`, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: JSON.stringify(body) });
 
-  it('without Redis a purge empties every worker’s memory tier; /status.json and /ready count every worker', async () => {
+  it('without Redis a purge empties every worker’s memory tier; /status.json, /admin/cache and /ready count every worker', async () => {
     sent = 0;
     const proxy = await run({ WORKERS: '3', ADMIN_TOKEN: token });
     await expect.poll(() => workerPids(proxy).length).toBe(3);
@@ -318,6 +318,22 @@ describe('worker mode: the admin port answers for every worker', () => {
     expect(report.traffic.requests).toBe(report.workers.reduce((total, w) => total + w.requests, 0));
     expect(report.cache.memory.entries).toBe(report.workers.reduce((total, w) => total + w.memoryEntries, 0));
     expect(report.purges.local).toBe(3);
+
+    // GET /admin/cache is the host's too: every worker's tier, lookups and purges added up, a line each.
+    const stats = await fetch(`${admin(proxy)}/admin/cache`, { headers: { authorization: `Bearer ${token}` } });
+    expect(stats.status).toBe(200);
+    const cache = (await stats.json()) as {
+      tiers: { memory: { entries: number } };
+      lookups: { all: { total: number } };
+      purges: { local: number };
+      workers: Array<{ pid: number; memory: { entries: number }; lookups: number }>;
+    };
+    expect(cache.workers.map((w) => w.pid).sort()).toEqual([...pids].sort());
+    expect(cache.tiers.memory.entries).toBe(cache.workers.reduce((total, w) => total + w.memory.entries, 0));
+    expect(cache.lookups.all.total).toBe(sent);
+    expect(cache.lookups.all.total).toBe(cache.workers.reduce((total, w) => total + w.lookups, 0));
+    expect(cache.purges.local).toBe(3);
+    expect((await fetch(`${admin(proxy)}/admin/cache`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
 
     // Ready: every worker is.
     const ready = await fetch(`${admin(proxy)}/ready`);

@@ -1,11 +1,13 @@
 /**
  * Worker mode's admin port, its pure parts: how the workers' answers to a purge combine into one
- * (combine-admin-answers.ts), how their /ready answers do (combine-readiness.ts), and how their
- * status reports do (combine-status-reports.ts).
+ * (combine-admin-answers.ts), how their /ready answers do (combine-readiness.ts), how their
+ * status reports do (combine-status-reports.ts) and their cache stats (combine-cache-stats.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { combineAdminAnswers, sumPurgeAnswers, type WorkerAnswer } from '../../src/cluster/combine-admin-answers.js';
+import { combineCacheStats } from '../../src/cluster/combine-cache-stats.js';
 import { combineReadiness } from '../../src/cluster/combine-readiness.js';
+import { cacheStats } from '../../src/http/admin/cache-stats.js';
 import { combineStatusReports } from '../../src/cluster/combine-status-reports.js';
 import { statusReport, type StatusSources } from '../../src/http/admin/status-report.js';
 import { statusCounts, statusSources } from '../support/status-sources.js';
@@ -215,5 +217,95 @@ describe('combineStatusReports', () => {
       { id: 2, pid: 2, report: up },
     ])!;
     expect(c.cache.redis).toEqual({ keys: 4, usedMemoryBytes: 10, evictedKeys: 0, maxBytes: 100 });
+  });
+});
+
+describe('combineCacheStats (GET /admin/cache)', () => {
+  const chain = { finalBurnHeight: 90, finalStacksHeight: 80 } as never;
+  const tipAt = (height: number) => ({ height, indexBlockHash: `0x${height}`, burnHeight: height + 1 }) as never;
+  const statsOf = (
+    memory: number,
+    lookups: Array<[string, string, number]>,
+    tip: number | undefined,
+    redis?: 'unavailable' | { keys: number; bytes: number; evictedKeys: number },
+  ) =>
+    cacheStats({
+      memory: { entries: memory, bytes: memory * 100 },
+      redis,
+      lookups: lookups.map(([cls, result, count]) => ({ tier: 'memory', cls, result, count })),
+      tip: tip === undefined ? undefined : tipAt(tip),
+      chain,
+      purges: { local: 1, fromPeers: 2 },
+    });
+  const ask = (...stats: unknown[]) =>
+    combineAdminAnswers(
+      'GET /admin/cache',
+      stats.map((body, i) => answered(i + 1, 200, body)),
+      'rid',
+      combineCacheStats,
+    );
+
+  it('adds up memory tiers, lookups (ratios recomputed) and purges; the highest tip; a line per worker', () => {
+    const combined = ask(
+      statsOf(
+        2,
+        [
+          ['final', 'hit', 3],
+          ['unknown', 'miss', 1],
+        ],
+        10,
+      ),
+      statsOf(
+        5,
+        [
+          ['final', 'hit', 1],
+          ['tip', 'stale', 1],
+          ['unknown', 'miss', 3],
+        ],
+        12,
+      ),
+    );
+    expect(combined.status).toBe(200);
+    const body = bodyOf(combined.body);
+    expect(body.tiers).toEqual({ memory: { entries: 7, bytes: 700 }, redis: null });
+    expect(body.lookups).toMatchObject({
+      final: { hit: 4, stale: 0, miss: 0, total: 4, hitRatio: 1 },
+      tip: { stale: 1, total: 1, hitRatio: 1 },
+      unknown: { miss: 4, total: 4, hitRatio: 0 },
+      all: { hit: 4, stale: 1, miss: 4, error: 0, total: 9, hitRatio: 5 / 9 },
+    });
+    expect(body.tip).toMatchObject({ height: 12, indexBlockHash: '0x12' });
+    expect(body.purges).toEqual({ local: 2, fromPeers: 4 });
+    expect(body.workers).toEqual([
+      { id: 1, pid: 101, memory: { entries: 2, bytes: 200 }, tipHeight: 10, lookups: 4 },
+      { id: 2, pid: 102, memory: { entries: 5, bytes: 500 }, tipHeight: 12, lookups: 5 },
+    ]);
+    expect(headerOf(combined.headers, 'content-length')).toBe(String(combined.body.length));
+  });
+
+  it('takes the one Redis from a worker that reached it; no tip while no worker has one', () => {
+    const reached = { keys: 9, bytes: 900, evictedKeys: 0 };
+    const body = bodyOf(ask(statsOf(1, [], undefined, 'unavailable'), statsOf(1, [], undefined, reached)).body);
+    expect(body.tiers).toMatchObject({ redis: { keys: 9, usedMemoryBytes: 900, evictedKeys: 0 } });
+    expect(body.tip).toBeNull();
+  });
+
+  it('a body that is not stats is passed on as the first worker gave it; a refusal and a failure as for a purge', () => {
+    expect(bodyOf(ask({ something: 'else' }, statsOf(1, [], 1)).body)).toEqual({ something: 'else' });
+    const refused = combineAdminAnswers(
+      'GET /admin/cache',
+      [answered(1, 401, { statusCode: 401 }), answered(2, 401, { statusCode: 401 })],
+      'rid',
+      combineCacheStats,
+    );
+    expect(refused.status).toBe(401);
+    const failed = combineAdminAnswers(
+      'GET /admin/cache',
+      [answered(1, 200, statsOf(1, [], 1)), { id: 2, pid: 102, error: 'timed out' }],
+      'rid',
+      combineCacheStats,
+    );
+    expect(failed.status).toBe(502);
+    expect(bodyOf(failed.body).message).toContain('worker 2 (pid 102) did not answer: timed out');
   });
 });
