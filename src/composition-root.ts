@@ -60,7 +60,7 @@ import type { ServedReadSink } from './http/request-log.js';
 import { BlockWarmer } from './live/block-warmer.js';
 import { HotUrls } from './live/hot-urls.js';
 import { createOwnReads } from './live/own-reads.js';
-import type { TipRef } from './chain/activity.js';
+import type { MempoolPoll, TipRef } from './chain/activity.js';
 import { upstreamLinksFor, type UpstreamLinks } from './live/upstream-links.js';
 import { PushFeed } from './live/push-feed.js';
 import { RedisNotifierFeed } from './live/redis-notifier-feed.js';
@@ -278,11 +278,13 @@ function createActivity(
     telemetry: Telemetry;
     /** The warm-up's hook for a block's transaction ids. */
     onTransactions: (tip: TipRef, txIds: unknown[]) => void;
+    /** Worker mode: each poll of this worker's mempool watcher (it runs on the tip leader only) goes to the followers too. */
+    relayMempoolPoll?: (poll: MempoolPoll) => void;
   },
 ) {
   const settings = config.activity;
   if (!settings.enabled) return undefined;
-  const { tracker, upstream, redis, clock, telemetry, onTransactions } = parts;
+  const { tracker, upstream, redis, clock, telemetry, onTransactions, relayMempoolPoll } = parts;
   // With several upstreams a lagging one (within upstream.maxLagBlocks) may answer a read.
   const single = config.upstream.urls.length === 1;
   const activity = new PrincipalActivity({ ...settings, lagBlocks: single ? 0 : config.upstream.maxLagBlocks });
@@ -304,7 +306,14 @@ function createActivity(
       ? new MempoolWatcher({
           source: upstream,
           origin: new URL(config.upstream.urls[0] as string).origin,
-          activity,
+          activity: relayMempoolPoll
+            ? {
+                mempoolPolled: (poll) => {
+                  activity.mempoolPolled(poll);
+                  relayMempoolPoll(poll);
+                },
+              }
+            : activity,
           intervalMs: config.chainTip.pollIntervalMs,
           maxPages: settings.watcherMaxPages,
           clock,
@@ -508,14 +517,17 @@ function startFollowingTheTip(parts: {
   tipShare: TipShare | undefined;
   stops: StopSequence;
   now: () => number;
-  activity?: Pick<PrincipalActivity, 'recordBroadcast'>;
+  activity?: Pick<PrincipalActivity, 'recordBroadcast' | 'mempoolPolled'>;
+  /** The mempool watcher: one per host, polling on the tip leader (or the single process) only. */
+  watcher?: { start(): void };
 }): void {
-  const { config, tracker, origins, feeds, telemetry, tipShare, stops } = parts;
+  const { config, tracker, origins, feeds, telemetry, tipShare, stops, watcher } = parts;
   const startFeeds = () => feeds.forEach((feed) => feed?.start());
   if (!tipShare) {
     telemetry.tipLeading(true);
     tracker.start();
     startFeeds();
+    watcher?.start();
     return;
   }
   telemetry.tipLeading(false);
@@ -537,11 +549,13 @@ function startFollowingTheTip(parts: {
       // The push feed sets its own intervals when it starts; without it, the configured one.
       tracker.setIntervalFor(() => config.chainTip.pollIntervalMs);
       startFeeds();
+      watcher?.start();
       // At once: the previous leader may have died with news it had not sent.
       for (const origin of origins) tracker.pollNow(origin);
     },
     pollNow: (origin) => tracker.pollNow(origin),
     mempool: (principals) => parts.activity?.recordBroadcast(principals, parts.now()),
+    mempoolPolled: (poll) => parts.activity?.mempoolPolled(poll),
   });
 }
 async function assembleCore(config: Config, options: StartOptions, stops: StopSequence): Promise<ProxyCore> {
@@ -579,6 +593,7 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     clock: now,
     telemetry,
     onTransactions: (tip, txIds) => warmUp?.onTransactions(tip, txIds),
+    relayMempoolPoll: options.tipShare ? (poll) => options.tipShare?.mempoolPolled(poll) : undefined,
   });
   if (activity?.watcher) stops.add('pollers', () => activity.watcher?.stop());
   if (activity?.channel) stops.add('channels', () => activity.channel?.close());
@@ -774,8 +789,8 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     stops,
     now,
     activity: principalActivity,
+    watcher: activity?.watcher,
   });
-  activity?.watcher?.start();
 
   return {
     handle: handleRequest,

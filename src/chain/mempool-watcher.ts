@@ -48,7 +48,8 @@ export class MempoolWatcher {
       source: MempoolSource;
       /** The upstream to watch: the one answering reads (the watcher runs only with a single upstream). */
       origin: string;
-      activity: PrincipalActivity;
+      /** Where each poll's finding goes: the registry (and, on worker mode's tip leader, the followers too). */
+      activity: Pick<PrincipalActivity, 'mempoolPolled'>;
       intervalMs: number;
       /** Requests one poll may make to read a mempool larger than one page (activity.watcherMaxPages). */
       maxPages: number;

@@ -119,6 +119,23 @@ export interface MempoolNews {
   principals: string[];
 }
 
+/**
+ * The leader: its mempool watcher polled (chain/mempool-watcher.ts): what the poll found, for each
+ * follower's activity registry, which runs no watcher of its own. `leaderId` names the watcher
+ * that polled (a new leader, a new id) and `seq` counts its polls from 1: a follower that missed
+ * one, or hears a new watcher, takes the poll as a change in ways not known (see worker-tip-share.ts).
+ * A changed poll naming more than MAX_NEWS_PRINCIPALS principals is sent as `unknown`.
+ */
+export interface MempoolPollNews {
+  type: 'scp:mempool-poll';
+  leaderId: string;
+  seq: number;
+  kind: 'unchanged' | 'changed' | 'unknown';
+  principals: string[];
+  startedAt: number;
+  endedAt: number;
+}
+
 /** An origin is a configured upstream's (checked by the tracker); longer than this is none. */
 const MAX_ORIGIN_CHARS = 2_048;
 /** A pending transaction names a handful of principals; a notice naming more is not relayed. */
@@ -131,6 +148,28 @@ export function isTipLead(message: unknown): message is TipLead {
 
 export function isTipNews(message: unknown): message is TipNews {
   return isObject(message) && message.type === 'scp:tip-news' && typeof message.origin === 'string' && message.origin.length <= MAX_ORIGIN_CHARS;
+}
+
+const MAX_LEADER_ID_CHARS = 64;
+const POLL_KINDS: ReadonlySet<unknown> = new Set(['unchanged', 'changed', 'unknown']);
+const isPrincipalList = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.length <= MAX_NEWS_PRINCIPALS && value.every((p) => typeof p === 'string' && p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS);
+const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+
+export function isMempoolPollNews(message: unknown): message is MempoolPollNews {
+  return (
+    isObject(message) &&
+    message.type === 'scp:mempool-poll' &&
+    typeof message.leaderId === 'string' &&
+    message.leaderId.length > 0 &&
+    message.leaderId.length <= MAX_LEADER_ID_CHARS &&
+    Number.isSafeInteger(message.seq) &&
+    (message.seq as number) >= 1 &&
+    POLL_KINDS.has(message.kind) &&
+    isPrincipalList(message.principals) &&
+    isTime(message.startedAt) &&
+    isTime(message.endedAt)
+  );
 }
 
 export function isMempoolNews(message: unknown): message is MempoolNews {

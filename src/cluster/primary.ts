@@ -20,6 +20,7 @@ import {
   isFlightAsk,
   isFlightDone,
   isMempoolNews,
+  isMempoolPollNews,
   isMetricsAnswer,
   isTipNews,
   isWorkerReady,
@@ -85,7 +86,7 @@ class Primary {
           this.designateTipLeader();
           if (!this.started && this.ready.size === count) resolve();
         } else if (isMetricsAnswer(message)) this.metricsArrived(message);
-        else if (isTipNews(message) || isMempoolNews(message)) this.relayNews(worker, message);
+        else if (isTipNews(message) || isMempoolNews(message) || isMempoolPollNews(message)) this.relayNews(worker, message);
         else if (isFlightAsk(message)) this.flightAsked(worker, message);
         else if (isFlightDone(message)) this.flightDone(worker, message);
       });

@@ -4,11 +4,28 @@
  * once when the leader has news (`scp:tip-news`, relayed by the primary), judging the answer itself
  * as any poll (the notice names which upstream to ask, nothing more). The one the primary designates
  * (`scp:tip-lead`, tip-leader.ts) polls on the interval, follows the push feed and the Redis notifier,
- * and sends its news: upstreams whose poll answered something new (chain/tip-news.ts), and the
+ * and sends its news: upstreams whose poll answered something new (chain/tip-news.ts), the
  * principals its push feed's pending transactions named (applied by each follower to its own
- * activity registry, as its own feed would have).
+ * activity registry, as its own feed would have), and what each poll of its mempool watcher found
+ * (only the leader runs one: one mempool poll per host per interval instead of one per worker).
+ *
+ * A follower's registry takes a relayed mempool poll as its own watcher's, but a poll says what
+ * changed since the poll before it: one that follows a poll this follower did not hear (it started
+ * after the watcher, a notice was lost, a new leader's watcher took over) is taken as a change in
+ * ways not known, as a watcher's first poll is, so nothing validated before it is vouched for.
  */
-import { isMempoolNews, isTipLead, isTipNews, MAX_NEWS_PRINCIPALS, type MempoolNews, type TipNews } from './messages.js';
+import { randomUUID } from 'node:crypto';
+import type { MempoolPoll } from '../chain/activity.js';
+import {
+  isMempoolNews,
+  isMempoolPollNews,
+  isTipLead,
+  isTipNews,
+  MAX_NEWS_PRINCIPALS,
+  type MempoolNews,
+  type MempoolPollNews,
+  type TipNews,
+} from './messages.js';
 
 /** What the proxy core does for the share (composition-root.ts). */
 export interface TipShareHandlers {
@@ -18,6 +35,8 @@ export interface TipShareHandlers {
   pollNow(origin: string): void;
   /** The leader's push feed saw a pending transaction naming these principals. */
   mempool(principals: Set<string>): void;
+  /** The leader's mempool watcher polled (as this follower must take it: see above). */
+  mempoolPolled(poll: MempoolPoll): void;
 }
 
 /** The core's view of the share: handlers in, the leader's news out. */
@@ -27,10 +46,15 @@ export interface TipShare {
   detach(): void;
   tipNews(origin: string): void;
   mempoolNews(principals: Iterable<string>): void;
+  /** The leader's own mempool watcher polled: sent to the followers. */
+  mempoolPolled(poll: MempoolPoll): void;
 }
 
 /** The way to the primary: false when the message could not be sent. */
-export type SendNews = (message: TipNews | MempoolNews) => boolean;
+export type SendNews = (message: TipNews | MempoolNews | MempoolPollNews) => boolean;
+
+/** Relayed polls kept while the core starts; past it they collapse into one change in ways not known. */
+const MAX_EARLY_POLLS = 64;
 
 export class WorkerTipShare implements TipShare {
   private handlers: TipShareHandlers | undefined;
@@ -40,6 +64,12 @@ export class WorkerTipShare implements TipShare {
   /** News that came while the core was still starting (its first poll may have been asked before it). */
   private readonly earlyOrigins = new Set<string>();
   private readonly earlyPrincipals = new Set<string>();
+  private earlyPolls: MempoolPoll[] = [];
+  /** The leader's watcher this follower heard last, and its last poll's number. */
+  private heard: { leaderId: string; seq: number } | undefined;
+  /** As the leader: this watcher's id and its polls so far. */
+  private readonly leaderId = randomUUID();
+  private polls = 0;
 
   constructor(private readonly send: SendNews) {}
 
@@ -55,7 +85,25 @@ export class WorkerTipShare implements TipShare {
     } else if (isMempoolNews(message)) {
       if (this.handlers) this.handlers.mempool(new Set(message.principals));
       else for (const principal of message.principals) if (this.earlyPrincipals.size < MAX_NEWS_PRINCIPALS) this.earlyPrincipals.add(principal);
+    } else if (isMempoolPollNews(message)) {
+      const poll = this.asHeard(message);
+      if (this.handlers) this.handlers.mempoolPolled(poll);
+      else this.keepEarly(poll);
     }
+  }
+
+  /** A relayed poll as this follower takes it: `unknown` unless it follows the last one it heard from the same watcher. */
+  private asHeard(message: MempoolPollNews): MempoolPoll {
+    const follows = this.heard !== undefined && this.heard.leaderId === message.leaderId && message.seq === this.heard.seq + 1;
+    this.heard = { leaderId: message.leaderId, seq: message.seq };
+    const times = { startedAt: message.startedAt, endedAt: message.endedAt };
+    if (!follows || message.kind === 'unknown') return { kind: 'unknown', ...times };
+    return message.kind === 'changed' ? { kind: 'changed', principals: message.principals, ...times } : { kind: 'unchanged', ...times };
+  }
+
+  private keepEarly(poll: MempoolPoll): void {
+    if (this.earlyPolls.length < MAX_EARLY_POLLS) this.earlyPolls.push(poll);
+    else this.earlyPolls = [{ kind: 'unknown', startedAt: poll.startedAt, endedAt: poll.endedAt }];
   }
 
   attach(handlers: TipShareHandlers): void {
@@ -65,6 +113,8 @@ export class WorkerTipShare implements TipShare {
     this.earlyOrigins.clear();
     if (this.earlyPrincipals.size > 0) handlers.mempool(new Set(this.earlyPrincipals));
     this.earlyPrincipals.clear();
+    for (const poll of this.earlyPolls) handlers.mempoolPolled(poll);
+    this.earlyPolls = [];
     this.takeLead();
   }
 
@@ -86,6 +136,23 @@ export class WorkerTipShare implements TipShare {
     const named = [...principals];
     // In slices a notice may carry (a transaction naming more is rare, and must reach the followers whole).
     for (let i = 0; i < named.length; i += MAX_NEWS_PRINCIPALS) this.send({ type: 'scp:mempool-news', principals: named.slice(i, i + MAX_NEWS_PRINCIPALS) });
+  }
+
+  mempoolPolled(poll: MempoolPoll): void {
+    if (!this.leading || this.detached) return;
+    this.polls += 1;
+    const principals = poll.kind === 'changed' ? [...poll.principals] : [];
+    // A poll naming more than one notice may carry: the followers take it as a change in ways not known.
+    const kind = principals.length > MAX_NEWS_PRINCIPALS ? 'unknown' : poll.kind;
+    this.send({
+      type: 'scp:mempool-poll',
+      leaderId: this.leaderId,
+      seq: this.polls,
+      kind,
+      principals: kind === 'changed' ? principals : [],
+      startedAt: poll.startedAt,
+      endedAt: poll.endedAt,
+    });
   }
 
   private takeLead(): void {

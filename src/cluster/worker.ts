@@ -11,7 +11,16 @@ import cluster from 'node:cluster';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { startProxy, type ProxyServer } from '../composition-root.js';
-import { isMetricsRequest, type FlightAsk, type FlightDone, type MempoolNews, type MetricsAnswer, type TipNews, type WorkerReady } from './messages.js';
+import {
+  isMetricsRequest,
+  type FlightAsk,
+  type FlightDone,
+  type MempoolNews,
+  type MempoolPollNews,
+  type MetricsAnswer,
+  type TipNews,
+  type WorkerReady,
+} from './messages.js';
 import { WorkerFlight, workerFlightSettingsFor } from './worker-flight.js';
 import { WorkerTipShare } from './worker-tip-share.js';
 
@@ -49,7 +58,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
 }
 
 /** False when the channel to the primary is closed (the primary is gone; node:cluster then ends the worker). */
-function send(message: WorkerReady | MetricsAnswer | FlightAsk | FlightDone | TipNews | MempoolNews): boolean {
+function send(message: WorkerReady | MetricsAnswer | FlightAsk | FlightDone | TipNews | MempoolNews | MempoolPollNews): boolean {
   if (!cluster.worker?.isConnected() || !process.send) return false;
   process.send(message);
   return true;

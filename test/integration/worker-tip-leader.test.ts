@@ -10,11 +10,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { privateKeyToAddress, randomPrivateKey } from '@stacks/transactions';
 import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
+import { startActivityUpstream, type ActivityUpstream } from '../support/activity-upstream.js';
 import { exitOf, getOnNewConnection, startCluster, type RunningCluster } from '../support/cluster-proxy.js';
 
 let configDir: string;
-const upstreams: FakeUpstream[] = [];
+const upstreams: Array<FakeUpstream | ActivityUpstream> = [];
 
 beforeAll(() => {
   configDir = mkdtempSync(join(tmpdir(), 'scp-tip-leader-'));
@@ -165,4 +167,60 @@ describe('worker mode: one tip poll per host', () => {
     proxy.child.kill('SIGTERM');
     expect(await exit).toBe(0);
   }, 120_000);
+});
+
+/** The X-Cache of each worker's first answer to `path` (asked over new connections until every worker has answered). */
+async function firstCacheOfEveryWorker(proxy: Running, path: string, pids: number[]): Promise<Map<number, string>> {
+  const first = new Map<number, string>();
+  for (let round = 0; round < 50 && first.size < pids.length; round++) {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => getOnNewConnection(proxy.url + path)));
+    await expect.poll(() => answers.every((a) => proxy.lines().some((line) => line.reqId === a.requestId))).toBe(true);
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      const line = proxy.lines().find((l) => l.reqId === answer.requestId) as { pid: number; cache: string };
+      if (!first.has(line.pid)) first.set(line.pid, line.cache);
+    }
+  }
+  expect([...first.keys()].sort()).toEqual([...pids].sort());
+  return first;
+}
+
+describe('worker mode: one mempool watcher per host', () => {
+  it("only the tip leader polls the mempool; every follower takes its polls, so a principal's entries stay fresh past their TTL on every worker", async () => {
+    const upstream = await startActivityUpstream();
+    upstreams.push(upstream);
+    const proxy = await startCluster({
+      upstreamUrl: upstream.url,
+      configDir,
+      env: { WORKERS: '3' },
+      config: { chainTip: { pollIntervalMs: 200 }, live: { push: { enabled: false } } },
+      started,
+    });
+    await expect.poll(() => workerPids(proxy).length).toBe(3);
+    await expect.poll(() => leaderPids(proxy).length).toBe(1);
+    const pids = workerPids(proxy);
+
+    // About one poll of the mempool per interval for the host: 2 s at 200 ms is about 10 (three watchers would be about 30).
+    const before = upstream.count(/\/tx\/mempool\?/);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const polls = upstream.count(/\/tx\/mempool\?/) - before;
+    expect(polls).toBeGreaterThanOrEqual(4);
+    expect(polls).toBeLessThanOrEqual(15);
+
+    // Every worker holds a balance (a principal's mempool-class entry, 2 s TTL and 2 s of stale-while-revalidate) ...
+    const path = `/extended/v1/address/${privateKeyToAddress(randomPrivateKey(), 'testnet')}/stx`;
+    await firstCacheOfEveryWorker(proxy, path, pids);
+    const asked = new RegExp(`${path}$`);
+    const fetched = upstream.count(asked);
+    // ... and past TTL and stale window, each still answers HIT: the leader's polls (304s: the mempool
+    // did not change) vouch for it on the followers too, and nobody asked the upstream again.
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    const after = await firstCacheOfEveryWorker(proxy, path, pids);
+    expect([...after.values()]).toEqual(['HIT', 'HIT', 'HIT']);
+    expect(upstream.count(asked)).toBe(fetched);
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  }, 60_000);
 });

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { chooseTipLeader } from '../../src/cluster/tip-leader.js';
 import { TipNewsRule } from '../../src/chain/tip-news.js';
 import { WorkerTipShare } from '../../src/cluster/worker-tip-share.js';
-import { isMempoolNews, isTipNews, MAX_NEWS_PRINCIPALS } from '../../src/cluster/messages.js';
+import { isMempoolNews, isMempoolPollNews, isTipNews, MAX_NEWS_PRINCIPALS } from '../../src/cluster/messages.js';
+import type { MempoolPoll } from '../../src/chain/activity.js';
 import type { ChainTip } from '../../src/chain/view.js';
 
 describe('chooseTipLeader', () => {
@@ -60,14 +61,87 @@ describe('WorkerTipShare', () => {
     const sent: unknown[] = [];
     const calls: string[] = [];
     const principals: string[][] = [];
+    const polls: MempoolPoll[] = [];
     const tipShare = new WorkerTipShare((message) => (sent.push(message), true));
     const handlers = {
       lead: () => calls.push('lead'),
       pollNow: (origin: string) => calls.push(`poll ${origin}`),
       mempool: (named: Set<string>) => principals.push([...named]),
+      mempoolPolled: (poll: MempoolPoll) => polls.push(poll.kind === 'changed' ? { ...poll, principals: [...poll.principals] } : poll),
     };
-    return { tipShare, handlers, sent, calls, principals };
+    return { tipShare, handlers, sent, calls, principals, polls };
   }
+  const pollNews = (leaderId: string, seq: number, kind: 'unchanged' | 'changed' | 'unknown', principals: string[] = []) => ({
+    type: 'scp:mempool-poll',
+    leaderId,
+    seq,
+    kind,
+    principals,
+    startedAt: 1000 + seq,
+    endedAt: 1010 + seq,
+  });
+
+  it("the leader sends each poll of its watcher, numbered; a poll naming more than a notice carries goes as 'unknown'", () => {
+    const { tipShare, handlers, sent } = share();
+    tipShare.attach(handlers);
+    tipShare.mempoolPolled({ kind: 'unchanged', startedAt: 1, endedAt: 2 });
+    expect(sent).toEqual([]); // a follower's watcher does not run; were it asked, nothing is sent
+    tipShare.received({ type: 'scp:tip-lead' });
+    tipShare.mempoolPolled({ kind: 'unknown', startedAt: 1, endedAt: 2 });
+    tipShare.mempoolPolled({ kind: 'changed', principals: new Set(['SP1']), startedAt: 3, endedAt: 4 });
+    tipShare.mempoolPolled({ kind: 'changed', principals: Array.from({ length: MAX_NEWS_PRINCIPALS + 1 }, (_, i) => `SP${i}`), startedAt: 5, endedAt: 6 });
+    expect(sent.every(isMempoolPollNews)).toBe(true);
+    const news = sent as Array<{ leaderId: string; seq: number; kind: string; principals: string[]; startedAt: number }>;
+    expect(news.map((m) => [m.seq, m.kind, m.principals.length, m.startedAt])).toEqual([
+      [1, 'unknown', 0, 1],
+      [2, 'changed', 1, 3],
+      [3, 'unknown', 0, 5],
+    ]);
+    expect(new Set(news.map((m) => m.leaderId)).size).toBe(1);
+  });
+
+  it("a follower takes the leader's polls as its own watcher's, but a poll after one it did not hear, or from a new watcher, as 'unknown'", () => {
+    const { tipShare, handlers, polls } = share();
+    tipShare.attach(handlers);
+    tipShare.received(pollNews('a', 5, 'unchanged')); // the first it hears: it missed 1 to 4
+    tipShare.received(pollNews('a', 6, 'unchanged'));
+    tipShare.received(pollNews('a', 7, 'changed', ['SP1']));
+    tipShare.received(pollNews('a', 9, 'changed', ['SP2'])); // 8 was lost
+    tipShare.received(pollNews('b', 1, 'unchanged')); // a new leader's watcher
+    tipShare.received(pollNews('b', 2, 'unchanged'));
+    expect(polls).toEqual([
+      { kind: 'unknown', startedAt: 1005, endedAt: 1015 },
+      { kind: 'unchanged', startedAt: 1006, endedAt: 1016 },
+      { kind: 'changed', principals: ['SP1'], startedAt: 1007, endedAt: 1017 },
+      { kind: 'unknown', startedAt: 1009, endedAt: 1019 },
+      { kind: 'unknown', startedAt: 1001, endedAt: 1011 },
+      { kind: 'unchanged', startedAt: 1002, endedAt: 1012 },
+    ]);
+  });
+
+  it('polls relayed before the core is attached are applied in order when it is; too many collapse into one unknown', () => {
+    const first = share();
+    first.tipShare.received(pollNews('a', 1, 'unknown'));
+    first.tipShare.received(pollNews('a', 2, 'changed', ['SP1']));
+    first.tipShare.attach(first.handlers);
+    expect(first.polls.map((p) => p.kind)).toEqual(['unknown', 'changed']);
+    const flooded = share();
+    for (let seq = 1; seq <= 70; seq++) flooded.tipShare.received(pollNews('a', seq, 'unchanged'));
+    flooded.tipShare.attach(flooded.handlers);
+    expect(flooded.polls).toEqual([
+      { kind: 'unknown', startedAt: 1065, endedAt: 1075 },
+      ...Array.from({ length: 5 }, (_, i) => ({ kind: 'unchanged', startedAt: 1066 + i, endedAt: 1076 + i })),
+    ]);
+  });
+
+  it('a malformed mempool poll notice is not one', () => {
+    expect(isMempoolPollNews(pollNews('a', 1, 'unchanged'))).toBe(true);
+    expect(isMempoolPollNews({ ...pollNews('a', 1, 'unchanged'), seq: 0 })).toBe(false);
+    expect(isMempoolPollNews({ ...pollNews('a', 1, 'unchanged'), kind: 'gone' })).toBe(false);
+    expect(isMempoolPollNews({ ...pollNews('a', 1, 'unchanged'), startedAt: Number.NaN })).toBe(false);
+    expect(isMempoolPollNews({ ...pollNews('a', 1, 'changed'), principals: [''] })).toBe(false);
+    expect(isMempoolPollNews({ ...pollNews('', 1, 'unchanged') })).toBe(false);
+  });
 
   it('a follower sends no news; it polls on the news the primary relays', () => {
     const { tipShare, handlers, sent, calls, principals } = share();
