@@ -49,7 +49,7 @@ import { TrustedProxies } from './limits/client-identity.js';
 import { RateLimiter } from './limits/rate-limiter.js';
 import { UPSTREAM_DEPRECATION_WARNING } from './routes/route-spec.js';
 import { PrincipalActivity } from './chain/activity.js';
-import { BlockLearner } from './chain/block-learner.js';
+import { BlockLearner, type SharedLearning } from './chain/block-learner.js';
 import { MempoolWatcher } from './chain/mempool-watcher.js';
 import { ActivityAnnouncements, activityChannelName } from './cache/activity-announcements.js';
 import { createBroadcastObserver } from './http/broadcast-observer.js';
@@ -280,11 +280,13 @@ function createActivity(
     onTransactions: (tip: TipRef, txIds: unknown[]) => void;
     /** Worker mode: each poll of this worker's mempool watcher (it runs on the tip leader only) goes to the followers too. */
     relayMempoolPoll?: (poll: MempoolPoll) => void;
+    /** Worker mode: blocks are learned by the tip leader for the host. */
+    sharedLearning?: SharedLearning;
   },
 ) {
   const settings = config.activity;
   if (!settings.enabled) return undefined;
-  const { tracker, upstream, redis, clock, telemetry, onTransactions, relayMempoolPoll } = parts;
+  const { tracker, upstream, redis, clock, telemetry, onTransactions, relayMempoolPoll, sharedLearning } = parts;
   // With several upstreams a lagging one (within upstream.maxLagBlocks) may answer a read.
   const single = config.upstream.urls.length === 1;
   const activity = new PrincipalActivity({ ...settings, lagBlocks: single ? 0 : config.upstream.maxLagBlocks });
@@ -297,6 +299,7 @@ function createActivity(
       clock,
       telemetry,
       onTransactions,
+      shared: sharedLearning,
     });
     tracker.onNewTip((tip, origin, reorg) => learner.onTip(tip, origin, reorg));
   }
@@ -594,6 +597,7 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     telemetry,
     onTransactions: (tip, txIds) => warmUp?.onTransactions(tip, txIds),
     relayMempoolPoll: options.tipShare ? (poll) => options.tipShare?.mempoolPolled(poll) : undefined,
+    sharedLearning: options.tipShare,
   });
   if (activity?.watcher) stops.add('pollers', () => activity.watcher?.stop());
   if (activity?.channel) stops.add('channels', () => activity.channel?.close());

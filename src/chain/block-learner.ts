@@ -16,6 +16,11 @@
  * canonical) makes the block's touches unknown: the registry then voids all it
  * learned. Learning restarts on its own at the next tip. Every request is counted
  * (telemetry.activityUpstreamRequest) and sent to the upstream that gave the tip.
+ *
+ * In worker mode one learner per host asks the upstream (`shared`): the tip leader learns each
+ * block and its word goes to the other workers, whose learners take it for the same block (by its
+ * index block hash) instead of asking; a follower that has no word from the leader in time (a
+ * leader that died, or is slow) learns the block itself.
  */
 import type { Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -23,6 +28,16 @@ import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
 import { parseBoundedJson } from '../upstream/bounded-json.js';
 import type { BlockTouches, PrincipalActivity, TipRef } from './activity.js';
 import { coinbaseRecipients, collectPrincipals } from './touched-principals.js';
+
+/** Worker mode: one learner per host (cluster/worker-tip-share.ts). */
+export interface SharedLearning {
+  /** Whether this process learns blocks itself now (the tip leader); a follower waits for the leader's word. */
+  learnsItself(): boolean;
+  /** The leader: what it learned of a block (and the block's transaction ids, for the warm-up), for the followers. */
+  learned(tip: TipRef, touches: BlockTouches, txIds: string[] | undefined): void;
+  /** A follower: the leader's word on this block; undefined when none came in time (it then learns the block itself). */
+  leaderLearned(tip: TipRef): Promise<{ touches: BlockTouches; txIds: string[] } | undefined>;
+}
 
 export interface LearnerSettings {
   maxTxPages: number;
@@ -65,6 +80,8 @@ export class BlockLearner {
       telemetry: Telemetry;
       /** Told the ids of a block's transactions once read in full (the warm-up asks for them: live/block-warmer.ts). */
       onTransactions?: (tip: TipRef, txIds: unknown[]) => void;
+      /** Worker mode: the tip leader learns for the host. */
+      shared?: SharedLearning;
     },
   ) {}
 
@@ -86,10 +103,36 @@ export class BlockLearner {
       return;
     }
     this.inFlight += 1;
-    this.touchesOf(tip, origin)
-      .catch((error: unknown): BlockTouches => ({ kind: 'unknown', why: error instanceof Error ? error.message : String(error) }))
+    this.learn(tip, origin)
       .then((touches) => this.settle(tip, outcome.epoch, touches))
       .finally(() => (this.inFlight -= 1));
+  }
+
+  /** The block's touches: the leader's word (a follower in worker mode), or read from the upstream. Never rejects. */
+  private async learn(tip: TipRef, origin: string): Promise<BlockTouches> {
+    const shared = this.deps.shared;
+    if (shared && !shared.learnsItself()) {
+      const word = await shared.leaderLearned(tip).catch(() => undefined);
+      if (word) {
+        if (word.touches.kind === 'known') this.tellTransactions(tip, word.txIds);
+        return word.touches;
+      }
+    }
+    let txIds: string[] | undefined;
+    const touches = await this.touchesOf(tip, origin, (ids) => (txIds = ids)).catch((error: unknown): BlockTouches => ({
+      kind: 'unknown',
+      why: error instanceof Error ? error.message : String(error),
+    }));
+    if (shared?.learnsItself()) shared.learned(tip, touches, txIds);
+    return touches;
+  }
+
+  private tellTransactions(tip: TipRef, txIds: string[]): void {
+    try {
+      this.deps.onTransactions?.(tip, txIds);
+    } catch {
+      // The warm-up's fault is not the learner's.
+    }
   }
 
   private settle(tip: TipRef, epoch: number, touches: BlockTouches): void {
@@ -106,17 +149,13 @@ export class BlockLearner {
     return json;
   }
 
-  private async touchesOf(tip: TipRef, origin: string): Promise<BlockTouches> {
+  /** `readAll`: told the block's transaction ids once they are read in full. */
+  private async touchesOf(tip: TipRef, origin: string, readAll: (txIds: string[]) => void): Promise<BlockTouches> {
     if (!HASH.test(tip.indexBlockHash)) throw new Unknown('the tip has no index block hash to ask by');
     const txs = await this.transactions(tip, origin);
-    try {
-      this.deps.onTransactions?.(
-        tip,
-        txs.map((tx) => tx.tx_id),
-      );
-    } catch {
-      // The warm-up's fault is not the learner's.
-    }
+    const txIds = txs.map((tx) => tx.tx_id as string);
+    readAll(txIds);
+    this.tellTransactions(tip, txIds);
     const principals = new Set<string>();
     const coinbase = new Set<string>();
     for (const tx of txs) {

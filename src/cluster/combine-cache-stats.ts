@@ -5,17 +5,9 @@
  * recomputed from the sums); the one Redis every worker reads is taken from the first that
  * reached it; the tip is the highest any worker believes. Pure.
  */
+import type { ClassLookups } from '../http/admin/cache-stats.js';
 import type { WorkerRef } from './combine-status-reports.js';
 import type { SuccessCombiner } from './combine-admin-answers.js';
-
-interface ClassLookups {
-  hit: number;
-  stale: number;
-  miss: number;
-  error: number;
-  total: number;
-  hitRatio: number | null;
-}
 
 interface CacheStatsAnswer {
   tiers: { memory: { entries: number; bytes: number }; redis: Record<string, unknown> | null };

@@ -136,6 +136,28 @@ export interface MempoolPollNews {
   endedAt: number;
 }
 
+/**
+ * The leader: what its block learner found in a block (chain/block-learner.ts), for the followers,
+ * which wait for it instead of asking the upstream for the block's transactions and events
+ * themselves. `txIds`: the block's transaction ids, for each follower's warm-up.
+ */
+export interface BlockLearnedNews {
+  type: 'scp:block-learned';
+  block: { height: number; indexBlockHash: string; burnHeight: number };
+  kind: 'known' | 'unknown';
+  principals: string[];
+  coinbaseRecipients: string[];
+  why: string;
+  txIds: string[];
+}
+
+/** A block's principals in one notice; a block naming more is relayed as unknown. */
+export const MAX_LEARNED_PRINCIPALS = 65_536;
+/** A block's transaction ids in one notice (for the warm-up); more are not relayed. */
+export const MAX_LEARNED_TX_IDS = 10_000;
+const MAX_WHY_CHARS = 1_024;
+const BLOCK_HASH = /^0x[0-9a-f]{64}$/;
+
 /** An origin is a configured upstream's (checked by the tracker); longer than this is none. */
 const MAX_ORIGIN_CHARS = 2_048;
 /** A pending transaction names a handful of principals; a notice naming more is not relayed. */
@@ -169,6 +191,29 @@ export function isMempoolPollNews(message: unknown): message is MempoolPollNews 
     isPrincipalList(message.principals) &&
     isTime(message.startedAt) &&
     isTime(message.endedAt)
+  );
+}
+
+const isStrings = (value: unknown, max: number, ok: (s: string) => boolean): value is string[] =>
+  Array.isArray(value) && value.length <= max && value.every((v) => typeof v === 'string' && ok(v));
+const isPrincipal = (p: string): boolean => p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS;
+
+export function isBlockLearnedNews(message: unknown): message is BlockLearnedNews {
+  if (!isObject(message) || message.type !== 'scp:block-learned' || !isObject(message.block)) return false;
+  const { height, indexBlockHash, burnHeight } = message.block;
+  return (
+    Number.isSafeInteger(height) &&
+    (height as number) >= 0 &&
+    typeof indexBlockHash === 'string' &&
+    BLOCK_HASH.test(indexBlockHash) &&
+    Number.isSafeInteger(burnHeight) &&
+    (burnHeight as number) >= 0 &&
+    (message.kind === 'known' || message.kind === 'unknown') &&
+    isStrings(message.principals, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
+    isStrings(message.coinbaseRecipients, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
+    typeof message.why === 'string' &&
+    message.why.length <= MAX_WHY_CHARS &&
+    isStrings(message.txIds, MAX_LEARNED_TX_IDS, (id) => BLOCK_HASH.test(id))
   );
 }
 

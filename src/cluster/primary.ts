@@ -19,6 +19,7 @@ import { ADMIN_LISTENER, listenError } from '../http/standalone-listeners.js';
 import {
   isFlightAsk,
   isFlightDone,
+  isBlockLearnedNews,
   isMempoolNews,
   isMempoolPollNews,
   isMetricsAnswer,
@@ -86,7 +87,7 @@ class Primary {
           this.designateTipLeader();
           if (!this.started && this.ready.size === count) resolve();
         } else if (isMetricsAnswer(message)) this.metricsArrived(message);
-        else if (isTipNews(message) || isMempoolNews(message) || isMempoolPollNews(message)) this.relayNews(worker, message);
+        else if (isTipNews(message) || isMempoolNews(message) || isMempoolPollNews(message) || isBlockLearnedNews(message)) this.relayNews(worker, message);
         else if (isFlightAsk(message)) this.flightAsked(worker, message);
         else if (isFlightDone(message)) this.flightDone(worker, message);
       });

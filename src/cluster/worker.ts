@@ -13,6 +13,7 @@ import type { Logger } from '../logger.js';
 import { startProxy, type ProxyServer } from '../composition-root.js';
 import {
   isMetricsRequest,
+  type BlockLearnedNews,
   type FlightAsk,
   type FlightDone,
   type MempoolNews,
@@ -58,7 +59,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
 }
 
 /** False when the channel to the primary is closed (the primary is gone; node:cluster then ends the worker). */
-function send(message: WorkerReady | MetricsAnswer | FlightAsk | FlightDone | TipNews | MempoolNews | MempoolPollNews): boolean {
+function send(message: WorkerReady | MetricsAnswer | FlightAsk | FlightDone | TipNews | MempoolNews | MempoolPollNews | BlockLearnedNews): boolean {
   if (!cluster.worker?.isConnected() || !process.send) return false;
   process.send(message);
   return true;

@@ -185,15 +185,16 @@ async function firstCacheOfEveryWorker(proxy: Running, path: string, pids: numbe
   return first;
 }
 
-describe('worker mode: one mempool watcher per host', () => {
-  it("only the tip leader polls the mempool; every follower takes its polls, so a principal's entries stay fresh past their TTL on every worker", async () => {
+describe('worker mode: one mempool watcher and one block learner per host', () => {
+  it("only the tip leader polls the mempool and learns blocks; every follower takes its word, so a principal's entries stay fresh past their TTL and across a block on every worker", async () => {
     const upstream = await startActivityUpstream();
     upstreams.push(upstream);
     const proxy = await startCluster({
       upstreamUrl: upstream.url,
       configDir,
       env: { WORKERS: '3' },
-      config: { chainTip: { pollIntervalMs: 200 }, live: { push: { enabled: false } } },
+      // No warm-up: a worker that fetched the balance again on a new block would answer HIT without having learned it.
+      config: { chainTip: { pollIntervalMs: 200 }, live: { push: { enabled: false }, warm: { enabled: false } } },
       started,
     });
     await expect.poll(() => workerPids(proxy).length).toBe(3);
@@ -208,7 +209,8 @@ describe('worker mode: one mempool watcher per host', () => {
     expect(polls).toBeLessThanOrEqual(15);
 
     // Every worker holds a balance (a principal's mempool-class entry, 2 s TTL and 2 s of stale-while-revalidate) ...
-    const path = `/extended/v1/address/${privateKeyToAddress(randomPrivateKey(), 'testnet')}/stx`;
+    const erin = privateKeyToAddress(randomPrivateKey(), 'testnet');
+    const path = `/extended/v1/address/${erin}/stx`;
     await firstCacheOfEveryWorker(proxy, path, pids);
     const asked = new RegExp(`${path}$`);
     const fetched = upstream.count(asked);
@@ -217,6 +219,17 @@ describe('worker mode: one mempool watcher per host', () => {
     await new Promise((resolve) => setTimeout(resolve, 4_500));
     const after = await firstCacheOfEveryWorker(proxy, path, pids);
     expect([...after.values()]).toEqual(['HIT', 'HIT', 'HIT']);
+    expect(upstream.count(asked)).toBe(fetched);
+
+    // A block that does not touch Erin: the leader alone asks for its transactions, and every worker
+    // learns from its word that Erin's balance did not change (HIT across the block, not asked again).
+    const block = upstream.mine([upstream.transfer(privateKeyToAddress(randomPrivateKey(), 'testnet'), privateKeyToAddress(randomPrivateKey(), 'testnet'))]);
+    const learnerAsked = new RegExp(`/extended/v2/blocks/${block.indexBlockHash}/transactions`);
+    await expect.poll(() => upstream.count(learnerAsked), { timeout: 5_000 }).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const acrossTheBlock = await firstCacheOfEveryWorker(proxy, path, pids);
+    expect([...acrossTheBlock.values()]).toEqual(['HIT', 'HIT', 'HIT']);
+    expect(upstream.count(learnerAsked)).toBe(1);
     expect(upstream.count(asked)).toBe(fetched);
 
     const exit = exitOf(proxy.child);

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PrincipalActivity, type TipRef } from '../../src/chain/activity.js';
-import { BlockLearner, type LearnSource } from '../../src/chain/block-learner.js';
+import { BlockLearner, type LearnSource, type SharedLearning } from '../../src/chain/block-learner.js';
+import type { BlockTouches } from '../../src/chain/activity.js';
 import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
 import type { UpstreamRequest, UpstreamResponse } from '../../src/upstream/client.js';
 
@@ -48,7 +49,12 @@ function sourceFor(txs: Tx[], events: Record<string, unknown[]> = {}, status = 2
 }
 
 /** Learns block 11 on top of 10 and tells whether ALICE, BOB and CAROL are unchanged since 10 (false for all: unknown). */
-async function learn(source: LearnSource, settings = { maxTxPages: 10, maxEventRequests: 25 }) {
+async function learn(
+  source: LearnSource,
+  settings = { maxTxPages: 10, maxEventRequests: 25 },
+  shared?: SharedLearning,
+  onTransactions?: (tip: TipRef, ids: unknown[]) => void,
+) {
   const activity = new PrincipalActivity({ maxPrincipals: 100, settleMs: 0, coinbaseWindowBlocks: 5 });
   const outcomes: string[] = [];
   const reasons: (string | undefined)[] = [];
@@ -58,7 +64,7 @@ async function learn(source: LearnSource, settings = { maxTxPages: 10, maxEventR
       reasons.push(why);
     },
   });
-  const learner = new BlockLearner({ source, activity, settings, clock: () => 1_000, telemetry });
+  const learner = new BlockLearner({ source, activity, settings, clock: () => 1_000, telemetry, shared, onTransactions });
   learner.onTip(block(10), 'u', false);
   learner.onTip(block(11), 'u', false);
   for (let i = 0; i < 50 && outcomes.length < 2; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -100,5 +106,55 @@ describe('BlockLearner', () => {
       outcome: 'unknown',
       why: expect.stringMatching(/more than 2 requests/),
     });
+  });
+});
+
+describe('BlockLearner in worker mode: one learner per host', () => {
+  const txs = [tx(1, { token_transfer: { recipient_address: BOB } })];
+  /** A share as a worker's: leading or not, the leader's word it has for a block (or none), and what it was told. */
+  function share(leading: boolean, word?: { touches: BlockTouches; txIds: string[] }) {
+    const told: Array<{ tip: TipRef; touches: BlockTouches; txIds: string[] | undefined }> = [];
+    const asked: TipRef[] = [];
+    const shared: SharedLearning = {
+      learnsItself: () => leading,
+      learned: (tip, touches, txIds) =>
+        told.push({ tip, touches: touches.kind === 'known' ? { ...touches, principals: [...touches.principals] } : touches, txIds }),
+      leaderLearned: async (tip) => {
+        asked.push(tip);
+        return word;
+      },
+    };
+    return { shared, told, asked };
+  }
+
+  it('the leader learns from the upstream and tells the followers what it found, with the transaction ids', async () => {
+    const source = sourceFor(txs);
+    const { shared, told } = share(true);
+    expect(await learn(source, undefined, shared)).toMatchObject({ outcome: 'learned', unchanged: [false, false, true] });
+    expect(told.map((t) => t.tip.height)).toEqual([11]);
+    expect(told[0]?.touches).toMatchObject({ kind: 'known', principals: expect.arrayContaining([ALICE, BOB]) });
+    expect(told[0]?.txIds).toEqual([hash(1001)]);
+    expect(source.paths.length).toBeGreaterThan(0);
+  });
+
+  it("a follower takes the leader's word without asking the upstream, and hands the ids to the warm-up", async () => {
+    const source = sourceFor(txs);
+    const { shared, asked, told } = share(false, { touches: { kind: 'known', principals: [CAROL], coinbaseRecipients: [] }, txIds: [hash(7)] });
+    const warmed: unknown[][] = [];
+    expect(await learn(source, undefined, shared, (_tip, ids) => warmed.push(ids))).toMatchObject({ outcome: 'learned', unchanged: [true, true, false] });
+    expect(source.paths).toEqual([]);
+    expect(asked.map((t) => t.indexBlockHash)).toEqual([hash(11)]);
+    expect(told).toEqual([]);
+    expect(warmed).toEqual([[hash(7)]]);
+  });
+
+  it("the leader's unknown is the follower's unknown; without a word in time the follower learns the block itself", async () => {
+    const unknown = share(false, { touches: { kind: 'unknown', why: 'a page short of the total' }, txIds: [] });
+    expect(await learn(sourceFor(txs), undefined, unknown.shared)).toMatchObject({ outcome: 'unknown', why: 'a page short of the total' });
+    const source = sourceFor(txs);
+    const silent = share(false);
+    expect(await learn(source, undefined, silent.shared)).toMatchObject({ outcome: 'learned', unchanged: [false, false, true] });
+    expect(source.paths.length).toBeGreaterThan(0);
+    expect(silent.told).toEqual([]); // a follower's own learning is not sent: only the leader speaks for the host
   });
 });

@@ -1,9 +1,9 @@
 /** One tip poll per host in worker mode: its pure parts (which worker leads, which poll is news, the worker's share of it). */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { chooseTipLeader } from '../../src/cluster/tip-leader.js';
 import { TipNewsRule } from '../../src/chain/tip-news.js';
-import { WorkerTipShare } from '../../src/cluster/worker-tip-share.js';
-import { isMempoolNews, isMempoolPollNews, isTipNews, MAX_NEWS_PRINCIPALS } from '../../src/cluster/messages.js';
+import { LEADER_WORD_WAIT_MS, WorkerTipShare } from '../../src/cluster/worker-tip-share.js';
+import { isBlockLearnedNews, isMempoolNews, isMempoolPollNews, isTipNews, MAX_LEARNED_PRINCIPALS, MAX_NEWS_PRINCIPALS } from '../../src/cluster/messages.js';
 import type { MempoolPoll } from '../../src/chain/activity.js';
 import type { ChainTip } from '../../src/chain/view.js';
 
@@ -199,5 +199,78 @@ describe('WorkerTipShare', () => {
     expect(isTipNews({ type: 'scp:tip-news', origin: 'x'.repeat(5_000) })).toBe(false);
     expect(isMempoolNews({ type: 'scp:mempool-news', principals: ['SP1', 3] })).toBe(false);
     expect(isMempoolNews({ type: 'scp:mempool-news', principals: Array(MAX_NEWS_PRINCIPALS + 1).fill('SP1') })).toBe(false);
+  });
+});
+
+describe('WorkerTipShare: one block learner per host', () => {
+  const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
+  const tip = (height: number) => ({ height, indexBlockHash: hash(height), burnHeight: 700 });
+  const handlers = { lead: () => undefined, pollNow: () => undefined, mempool: () => undefined, mempoolPolled: () => undefined };
+  const word = (height: number, principals: string[]) => ({
+    type: 'scp:block-learned',
+    block: tip(height),
+    kind: 'known',
+    principals,
+    coinbaseRecipients: [],
+    why: '',
+    txIds: [hash(9)],
+  });
+
+  it('the leader sends what it learned; a poll it cannot carry whole goes as unknown; malformed ids are left out', () => {
+    const sent: unknown[] = [];
+    const share = new WorkerTipShare((m) => (sent.push(m), true));
+    share.attach(handlers);
+    expect(share.learnsItself()).toBe(false);
+    share.learned(tip(5), { kind: 'known', principals: ['SP1'], coinbaseRecipients: [] }, [hash(1)]);
+    expect(sent).toEqual([]); // not the leader: a follower's own learning stays its own
+    share.received({ type: 'scp:tip-lead' });
+    expect(share.learnsItself()).toBe(true);
+    share.learned(tip(5), { kind: 'known', principals: new Set(['SP1', 'SP2']), coinbaseRecipients: ['SP3'] }, [hash(1), 'not-a-hash']);
+    share.learned(tip(6), { kind: 'unknown', why: 'a page short' }, undefined);
+    share.learned(tip(7), { kind: 'known', principals: Array.from({ length: MAX_LEARNED_PRINCIPALS + 1 }, (_, i) => `SP${i}`), coinbaseRecipients: [] }, []);
+    expect(sent.every(isBlockLearnedNews)).toBe(true);
+    expect(sent).toMatchObject([
+      { block: tip(5), kind: 'known', principals: ['SP1', 'SP2'], coinbaseRecipients: ['SP3'], txIds: [hash(1)] },
+      { block: tip(6), kind: 'unknown', why: 'a page short', principals: [] },
+      { block: tip(7), kind: 'unknown', principals: [] },
+    ]);
+  });
+
+  it("a follower's learner gets the leader's word whether it came before or after it asked", async () => {
+    const share = new WorkerTipShare(() => true);
+    share.attach(handlers);
+    share.received(word(5, ['SP1']));
+    expect(await share.leaderLearned(tip(5))).toEqual({ touches: { kind: 'known', principals: ['SP1'], coinbaseRecipients: [] }, txIds: [hash(9)] });
+    const waiting = share.leaderLearned(tip(6));
+    share.received(word(6, ['SP2']));
+    expect((await waiting)?.touches).toEqual({ kind: 'known', principals: ['SP2'], coinbaseRecipients: [] });
+    share.received({ ...word(7, []), kind: 'unknown', why: 'cut by a cap' });
+    expect((await share.leaderLearned(tip(7)))?.touches).toEqual({ kind: 'unknown', why: 'cut by a cap' });
+  });
+
+  it('no word within LEADER_WORD_WAIT_MS: undefined (the follower learns the block itself); detached: undefined at once', async () => {
+    vi.useFakeTimers();
+    try {
+      const share = new WorkerTipShare(() => true);
+      share.attach(handlers);
+      const waiting = share.leaderLearned(tip(8));
+      vi.advanceTimersByTime(LEADER_WORD_WAIT_MS);
+      expect(await waiting).toBeUndefined();
+      share.received(word(8, ['SP1'])); // too late for that learner: kept for one that asks again
+      const pending = share.leaderLearned(tip(9));
+      share.detach();
+      expect(await pending).toBeUndefined();
+      expect(await share.leaderLearned(tip(10))).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a malformed block notice is not one', () => {
+    expect(isBlockLearnedNews(word(5, ['SP1']))).toBe(true);
+    expect(isBlockLearnedNews({ ...word(5, []), block: { ...tip(5), indexBlockHash: 'x' } })).toBe(false);
+    expect(isBlockLearnedNews({ ...word(5, []), kind: 'maybe' })).toBe(false);
+    expect(isBlockLearnedNews({ ...word(5, []), txIds: ['0x1'] })).toBe(false);
+    expect(isBlockLearnedNews({ ...word(5, ['']) })).toBe(false);
   });
 });

@@ -22,7 +22,7 @@ export interface CacheStatsSources {
   purges: { local: number; fromPeers: number };
 }
 
-interface ClassLookups {
+export interface ClassLookups {
   hit: number;
   stale: number;
   miss: number;
