@@ -160,6 +160,11 @@ export interface StartOptions {
    * process) it polls on the interval and follows the push feed itself.
    */
   tipShare?: TipShare;
+  /**
+   * Worker mode: one block learner per host (cluster/worker-block-learning.ts): the tip leader
+   * learns each block, the other workers take its word. `detach` when the core stops.
+   */
+  blockLearning?: SharedLearning & { detach(): void };
 }
 
 /**
@@ -597,8 +602,10 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     telemetry,
     onTransactions: (tip, txIds) => warmUp?.onTransactions(tip, txIds),
     relayMempoolPoll: options.tipShare ? (poll) => options.tipShare?.mempoolPolled(poll) : undefined,
-    sharedLearning: options.tipShare,
+    sharedLearning: options.blockLearning,
   });
+  const blockLearning = options.blockLearning;
+  if (blockLearning) stops.add('stop-accepting', () => blockLearning.detach());
   if (activity?.watcher) stops.add('pollers', () => activity.watcher?.stop());
   if (activity?.channel) stops.add('channels', () => activity.channel?.close());
   const chain = () => tracker.view();

@@ -13,25 +13,16 @@
  * changed since the poll before it: one that follows a poll this follower did not hear (it started
  * after the watcher, a notice was lost, a new leader's watcher took over) is taken as a change in
  * ways not known, as a watcher's first poll is, so nothing validated before it is vouched for.
- *
- * Blocks are learned once per host too (chain/block-learner.ts): the leader's learner sends what
- * it found in each block (`scp:block-learned`, by index block hash); a follower's learner waits up
- * to LEADER_WORD_WAIT_MS for that word about the block its own tracker believes, and learns the
- * block itself when none comes (a leader that died or is slow).
+ * Blocks are learned once per host too: worker-block-learning.ts.
  */
 import { randomUUID } from 'node:crypto';
-import type { BlockTouches, MempoolPoll, TipRef } from '../chain/activity.js';
-import type { SharedLearning } from '../chain/block-learner.js';
+import type { MempoolPoll } from '../chain/activity.js';
 import {
-  isBlockLearnedNews,
   isMempoolNews,
   isMempoolPollNews,
   isTipLead,
   isTipNews,
-  MAX_LEARNED_PRINCIPALS,
-  MAX_LEARNED_TX_IDS,
   MAX_NEWS_PRINCIPALS,
-  type BlockLearnedNews,
   type MempoolNews,
   type MempoolPollNews,
   type TipNews,
@@ -49,8 +40,8 @@ export interface TipShareHandlers {
   mempoolPolled(poll: MempoolPoll): void;
 }
 
-/** The core's view of the share: handlers in, the leader's news out; and the host's one block learner. */
-export interface TipShare extends SharedLearning {
+/** The core's view of the share: handlers in, the leader's news out. */
+export interface TipShare {
   attach(handlers: TipShareHandlers): void;
   /** The core is stopping: nothing more is acted on. */
   detach(): void;
@@ -61,17 +52,10 @@ export interface TipShare extends SharedLearning {
 }
 
 /** The way to the primary: false when the message could not be sent. */
-export type SendNews = (message: TipNews | MempoolNews | MempoolPollNews | BlockLearnedNews) => boolean;
+export type SendNews = (message: TipNews | MempoolNews | MempoolPollNews) => boolean;
 
 /** Relayed polls kept while the core starts; past it they collapse into one change in ways not known. */
 const MAX_EARLY_POLLS = 64;
-/** How long a follower's learner waits for the leader's word on a block before it learns the block itself. */
-export const LEADER_WORD_WAIT_MS = 10_000;
-/** The leader's words kept for blocks a follower's tracker has not believed yet (oldest dropped first). */
-const MAX_EARLY_WORDS = 64;
-const TX_ID = /^0x[0-9a-f]{64}$/;
-
-type LeaderWord = { touches: BlockTouches; txIds: string[] };
 
 export class WorkerTipShare implements TipShare {
   private handlers: TipShareHandlers | undefined;
@@ -87,10 +71,6 @@ export class WorkerTipShare implements TipShare {
   /** As the leader: this watcher's id and its polls so far. */
   private readonly leaderId = randomUUID();
   private polls = 0;
-  /** The leader's words on blocks no learner here has asked about yet, by index block hash. */
-  private readonly words = new Map<string, LeaderWord>();
-  /** Learners waiting for the leader's word, by index block hash. */
-  private readonly waiting = new Map<string, Array<(word: LeaderWord | undefined) => void>>();
 
   constructor(private readonly send: SendNews) {}
 
@@ -106,8 +86,6 @@ export class WorkerTipShare implements TipShare {
     } else if (isMempoolNews(message)) {
       if (this.handlers) this.handlers.mempool(new Set(message.principals));
       else for (const principal of message.principals) if (this.earlyPrincipals.size < MAX_NEWS_PRINCIPALS) this.earlyPrincipals.add(principal);
-    } else if (isBlockLearnedNews(message)) {
-      this.heardWord(message);
     } else if (isMempoolPollNews(message)) {
       const poll = this.asHeard(message);
       if (this.handlers) this.handlers.mempoolPolled(poll);
@@ -144,70 +122,6 @@ export class WorkerTipShare implements TipShare {
   detach(): void {
     this.detached = true;
     this.handlers = undefined;
-    for (const waiters of this.waiting.values()) for (const resolve of waiters) resolve(undefined);
-    this.waiting.clear();
-  }
-
-  learnsItself(): boolean {
-    return this.leading && !this.detached;
-  }
-
-  learned(tip: TipRef, touches: BlockTouches, txIds: string[] | undefined): void {
-    if (!this.learnsItself()) return;
-    const block = { height: tip.height, indexBlockHash: tip.indexBlockHash, burnHeight: tip.burnHeight };
-    const ids = (txIds ?? []).filter((id) => TX_ID.test(id)).slice(0, MAX_LEARNED_TX_IDS);
-    const principals = touches.kind === 'known' ? [...touches.principals] : [];
-    const coinbaseRecipients = touches.kind === 'known' ? [...touches.coinbaseRecipients] : [];
-    const tooMany = principals.length > MAX_LEARNED_PRINCIPALS || coinbaseRecipients.length > MAX_LEARNED_PRINCIPALS;
-    if (touches.kind === 'unknown' || tooMany) {
-      const why = touches.kind === 'unknown' ? touches.why.slice(0, 1_000) : 'the leader learned more principals than a notice carries';
-      this.send({ type: 'scp:block-learned', block, kind: 'unknown', principals: [], coinbaseRecipients: [], why, txIds: ids });
-      return;
-    }
-    this.send({ type: 'scp:block-learned', block, kind: 'known', principals, coinbaseRecipients, why: '', txIds: ids });
-  }
-
-  leaderLearned(tip: TipRef): Promise<LeaderWord | undefined> {
-    const hash = tip.indexBlockHash;
-    const word = this.words.get(hash);
-    if (word) {
-      this.words.delete(hash);
-      return Promise.resolve(word);
-    }
-    if (this.detached) return Promise.resolve(undefined);
-    return new Promise((resolve) => {
-      const done = (got: LeaderWord | undefined): void => {
-        clearTimeout(timer);
-        resolve(got);
-      };
-      const timer = setTimeout(() => {
-        const left = (this.waiting.get(hash) ?? []).filter((waiter) => waiter !== done);
-        if (left.length > 0) this.waiting.set(hash, left);
-        else this.waiting.delete(hash);
-        resolve(undefined);
-      }, LEADER_WORD_WAIT_MS);
-      timer.unref();
-      this.waiting.set(hash, [...(this.waiting.get(hash) ?? []), done]);
-    });
-  }
-
-  /** The leader's word on a block: to the learners waiting for it, else kept for the one that will ask. */
-  private heardWord(message: BlockLearnedNews): void {
-    const touches: BlockTouches =
-      message.kind === 'known'
-        ? { kind: 'known', principals: message.principals, coinbaseRecipients: message.coinbaseRecipients }
-        : { kind: 'unknown', why: message.why };
-    const word = { touches, txIds: message.txIds };
-    const hash = message.block.indexBlockHash;
-    const waiters = this.waiting.get(hash);
-    if (waiters) {
-      this.waiting.delete(hash);
-      for (const resolve of waiters) resolve(word);
-      return;
-    }
-    this.words.delete(hash);
-    this.words.set(hash, word);
-    if (this.words.size > MAX_EARLY_WORDS) this.words.delete(this.words.keys().next().value as string);
   }
 
   get isLeader(): boolean {

@@ -23,12 +23,14 @@ import {
   type WorkerReady,
 } from './messages.js';
 import { WorkerFlight, workerFlightSettingsFor } from './worker-flight.js';
+import { WorkerBlockLearning } from './worker-block-learning.js';
 import { WorkerTipShare } from './worker-tip-share.js';
 
 export async function startWorker(config: Config, logger: Logger): Promise<ProxyServer> {
   const privateAdmin: Config = { ...config, admin: { ...config.admin, host: '127.0.0.1', port: 0 } };
   let flight: WorkerFlight | undefined;
   const tipShare = new WorkerTipShare(send);
+  const blockLearning = new WorkerBlockLearning(send, () => tipShare.isLeader);
   /** Set once the proxy has started: the listener below is on before it. */
   const started: { proxy?: ProxyServer } = {};
   // Listening before the proxy starts: its first reads (the warm-up of the first tip) ask the
@@ -37,6 +39,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
     if (!isMetricsRequest(message)) {
       flight?.received(message);
       tipShare.received(message);
+      blockLearning.received(message);
       return;
     }
     const proxy = started.proxy;
@@ -51,6 +54,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Proxy
   const proxy = await startProxy(privateAdmin, {
     logger,
     tipShare,
+    blockLearning,
     crossProcessFlight: (telemetry) => (flight = new WorkerFlight(workerFlightSettingsFor(config), send, telemetry)),
   });
   started.proxy = proxy;

@@ -2,7 +2,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { chooseTipLeader } from '../../src/cluster/tip-leader.js';
 import { TipNewsRule } from '../../src/chain/tip-news.js';
-import { LEADER_WORD_WAIT_MS, WorkerTipShare } from '../../src/cluster/worker-tip-share.js';
+import { WorkerTipShare } from '../../src/cluster/worker-tip-share.js';
+import { LEADER_WORD_WAIT_MS, WorkerBlockLearning } from '../../src/cluster/worker-block-learning.js';
 import { isBlockLearnedNews, isMempoolNews, isMempoolPollNews, isTipNews, MAX_LEARNED_PRINCIPALS, MAX_NEWS_PRINCIPALS } from '../../src/cluster/messages.js';
 import type { MempoolPoll } from '../../src/chain/activity.js';
 import type { ChainTip } from '../../src/chain/view.js';
@@ -202,10 +203,15 @@ describe('WorkerTipShare', () => {
   });
 });
 
-describe('WorkerTipShare: one block learner per host', () => {
+describe('WorkerBlockLearning: one block learner per host', () => {
   const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
   const tip = (height: number) => ({ height, indexBlockHash: hash(height), burnHeight: 700 });
-  const handlers = { lead: () => undefined, pollNow: () => undefined, mempool: () => undefined, mempoolPolled: () => undefined };
+  /** A worker's block learning, leading or not. */
+  const learning = (leading: { now: boolean }, sent: unknown[] = []) =>
+    new WorkerBlockLearning(
+      (m) => (sent.push(m), true),
+      () => leading.now,
+    );
   const word = (height: number, principals: string[]) => ({
     type: 'scp:block-learned',
     block: tip(height),
@@ -218,12 +224,12 @@ describe('WorkerTipShare: one block learner per host', () => {
 
   it('the leader sends what it learned; a poll it cannot carry whole goes as unknown; malformed ids are left out', () => {
     const sent: unknown[] = [];
-    const share = new WorkerTipShare((m) => (sent.push(m), true));
-    share.attach(handlers);
+    const leading = { now: false };
+    const share = learning(leading, sent);
     expect(share.learnsItself()).toBe(false);
     share.learned(tip(5), { kind: 'known', principals: ['SP1'], coinbaseRecipients: [] }, [hash(1)]);
     expect(sent).toEqual([]); // not the leader: a follower's own learning stays its own
-    share.received({ type: 'scp:tip-lead' });
+    leading.now = true;
     expect(share.learnsItself()).toBe(true);
     share.learned(tip(5), { kind: 'known', principals: new Set(['SP1', 'SP2']), coinbaseRecipients: ['SP3'] }, [hash(1), 'not-a-hash']);
     share.learned(tip(6), { kind: 'unknown', why: 'a page short' }, undefined);
@@ -237,8 +243,7 @@ describe('WorkerTipShare: one block learner per host', () => {
   });
 
   it("a follower's learner gets the leader's word whether it came before or after it asked", async () => {
-    const share = new WorkerTipShare(() => true);
-    share.attach(handlers);
+    const share = learning({ now: false });
     share.received(word(5, ['SP1']));
     expect(await share.leaderLearned(tip(5))).toEqual({ touches: { kind: 'known', principals: ['SP1'], coinbaseRecipients: [] }, txIds: [hash(9)] });
     const waiting = share.leaderLearned(tip(6));
@@ -251,8 +256,7 @@ describe('WorkerTipShare: one block learner per host', () => {
   it('no word within LEADER_WORD_WAIT_MS: undefined (the follower learns the block itself); detached: undefined at once', async () => {
     vi.useFakeTimers();
     try {
-      const share = new WorkerTipShare(() => true);
-      share.attach(handlers);
+      const share = learning({ now: false });
       const waiting = share.leaderLearned(tip(8));
       vi.advanceTimersByTime(LEADER_WORD_WAIT_MS);
       expect(await waiting).toBeUndefined();
