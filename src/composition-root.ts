@@ -566,6 +566,7 @@ function startFollowingTheTip(parts: {
     mempoolPolled: (poll) => parts.activity?.mempoolPolled(poll),
   });
 }
+
 async function assembleCore(config: Config, options: StartOptions, stops: StopSequence): Promise<ProxyCore> {
   const { logger } = options;
   // The one clock: created here, handed to every component that reads wall time.

@@ -156,7 +156,8 @@ export const MAX_LEARNED_PRINCIPALS = 65_536;
 /** A block's transaction ids in one notice (for the warm-up); more are not relayed. */
 export const MAX_LEARNED_TX_IDS = 10_000;
 const MAX_WHY_CHARS = 1_024;
-const BLOCK_HASH = /^0x[0-9a-f]{64}$/;
+/** An index block hash or a transaction id, as the upstream writes them. */
+export const HEX_HASH = /^0x[0-9a-f]{64}$/;
 
 /** An origin is a configured upstream's (checked by the tracker); longer than this is none. */
 const MAX_ORIGIN_CHARS = 2_048;
@@ -174,8 +175,10 @@ export function isTipNews(message: unknown): message is TipNews {
 
 const MAX_LEADER_ID_CHARS = 64;
 const POLL_KINDS: ReadonlySet<unknown> = new Set(['unchanged', 'changed', 'unknown']);
-const isPrincipalList = (value: unknown): value is string[] =>
-  Array.isArray(value) && value.length <= MAX_NEWS_PRINCIPALS && value.every((p) => typeof p === 'string' && p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS);
+/** At most `max` strings, each one `ok` accepts. */
+const isStrings = (value: unknown, max: number, ok: (s: string) => boolean): value is string[] =>
+  Array.isArray(value) && value.length <= max && value.every((v) => typeof v === 'string' && ok(v));
+const isPrincipal = (p: string): boolean => p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS;
 const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
 
 export function isMempoolPollNews(message: unknown): message is MempoolPollNews {
@@ -188,15 +191,11 @@ export function isMempoolPollNews(message: unknown): message is MempoolPollNews 
     Number.isSafeInteger(message.seq) &&
     (message.seq as number) >= 1 &&
     POLL_KINDS.has(message.kind) &&
-    isPrincipalList(message.principals) &&
+    isStrings(message.principals, MAX_NEWS_PRINCIPALS, isPrincipal) &&
     isTime(message.startedAt) &&
     isTime(message.endedAt)
   );
 }
-
-const isStrings = (value: unknown, max: number, ok: (s: string) => boolean): value is string[] =>
-  Array.isArray(value) && value.length <= max && value.every((v) => typeof v === 'string' && ok(v));
-const isPrincipal = (p: string): boolean => p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS;
 
 export function isBlockLearnedNews(message: unknown): message is BlockLearnedNews {
   if (!isObject(message) || message.type !== 'scp:block-learned' || !isObject(message.block)) return false;
@@ -205,7 +204,7 @@ export function isBlockLearnedNews(message: unknown): message is BlockLearnedNew
     Number.isSafeInteger(height) &&
     (height as number) >= 0 &&
     typeof indexBlockHash === 'string' &&
-    BLOCK_HASH.test(indexBlockHash) &&
+    HEX_HASH.test(indexBlockHash) &&
     Number.isSafeInteger(burnHeight) &&
     (burnHeight as number) >= 0 &&
     (message.kind === 'known' || message.kind === 'unknown') &&
@@ -213,16 +212,10 @@ export function isBlockLearnedNews(message: unknown): message is BlockLearnedNew
     isStrings(message.coinbaseRecipients, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
     typeof message.why === 'string' &&
     message.why.length <= MAX_WHY_CHARS &&
-    isStrings(message.txIds, MAX_LEARNED_TX_IDS, (id) => BLOCK_HASH.test(id))
+    isStrings(message.txIds, MAX_LEARNED_TX_IDS, (id) => HEX_HASH.test(id))
   );
 }
 
 export function isMempoolNews(message: unknown): message is MempoolNews {
-  return (
-    isObject(message) &&
-    message.type === 'scp:mempool-news' &&
-    Array.isArray(message.principals) &&
-    message.principals.length <= MAX_NEWS_PRINCIPALS &&
-    message.principals.every((p) => typeof p === 'string' && p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS)
-  );
+  return isObject(message) && message.type === 'scp:mempool-news' && isStrings(message.principals, MAX_NEWS_PRINCIPALS, isPrincipal);
 }

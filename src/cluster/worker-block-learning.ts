@@ -9,13 +9,12 @@
  */
 import type { BlockTouches, TipRef } from '../chain/activity.js';
 import type { SharedLearning } from '../chain/block-learner.js';
-import { isBlockLearnedNews, MAX_LEARNED_PRINCIPALS, MAX_LEARNED_TX_IDS, type BlockLearnedNews } from './messages.js';
+import { HEX_HASH, isBlockLearnedNews, MAX_LEARNED_PRINCIPALS, MAX_LEARNED_TX_IDS, type BlockLearnedNews } from './messages.js';
 
 /** How long a follower's learner waits for the leader's word on a block before it learns the block itself. */
 export const LEADER_WORD_WAIT_MS = 10_000;
 /** The leader's words kept for blocks a follower's tracker has not believed yet (oldest dropped first). */
 const MAX_EARLY_WORDS = 64;
-const TX_ID = /^0x[0-9a-f]{64}$/;
 
 type LeaderWord = { touches: BlockTouches; txIds: string[] };
 
@@ -51,7 +50,7 @@ export class WorkerBlockLearning implements SharedLearning {
   learned(tip: TipRef, touches: BlockTouches, txIds: string[] | undefined): void {
     if (!this.learnsItself()) return;
     const block = { height: tip.height, indexBlockHash: tip.indexBlockHash, burnHeight: tip.burnHeight };
-    const ids = (txIds ?? []).filter((id) => TX_ID.test(id)).slice(0, MAX_LEARNED_TX_IDS);
+    const ids = (txIds ?? []).filter((id) => HEX_HASH.test(id)).slice(0, MAX_LEARNED_TX_IDS);
     const principals = touches.kind === 'known' ? [...touches.principals] : [];
     const coinbaseRecipients = touches.kind === 'known' ? [...touches.coinbaseRecipients] : [];
     const tooMany = principals.length > MAX_LEARNED_PRINCIPALS || coinbaseRecipients.length > MAX_LEARNED_PRINCIPALS;
