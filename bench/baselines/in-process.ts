@@ -12,42 +12,32 @@
  * tier's baseline); else BARE_BODY (base64) from memory. Nothing is done without BARE_PORT.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type RequestListener } from 'node:http';
+import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
+import { answerFromMap, answerFromRedis, headFromJson } from './bare-handlers.js';
 
 const port = process.env.BARE_PORT;
 if (port) {
+  // The head the bench writes once the proxy answers: read at the first request that finds it.
   let head: string[] | undefined;
-  const headOf = (bodyLength: number): string[] => {
-    head ??= (JSON.parse(readFileSync(process.env.BARE_HEADERS_FILE ?? '', 'utf8')) as Array<[string, string]>)
-      .filter(([name]) => name !== 'content-length')
-      .flat();
-    return [...head, 'content-length', String(bodyLength)];
+  const headOnceWritten = (): string[] | undefined => {
+    try {
+      head ??= headFromJson(readFileSync(process.env.BARE_HEADERS_FILE ?? '', 'utf8'));
+    } catch {
+      // Not written yet.
+    }
+    return head;
   };
   const redisUrl = process.env.BARE_REDIS_URL;
-  let handler: RequestListener;
-  if (redisUrl) {
-    const redis = new Redis(redisUrl, { enableAutoPipelining: true });
-    const key = process.env.BARE_KEY ?? 'bench:body';
-    handler = (_req, res) => {
-      redis.getBuffer(key).then(
-        (body) => {
-          if (!body) {
-            res.writeHead(404).end();
-            return;
-          }
-          res.writeHead(200, headOf(body.length));
-          res.end(body);
-        },
-        () => res.writeHead(503).end(),
-      );
-    };
-  } else {
-    const body = Buffer.from(process.env.BARE_BODY ?? '', 'base64');
-    handler = (_req, res) => {
-      res.writeHead(200, headOf(body.length));
-      res.end(body);
-    };
-  }
+  const body = Buffer.from(process.env.BARE_BODY ?? '', 'base64');
+  // From memory, the head is built once, content-length included, as map-server.ts builds it.
+  let withLength: string[] | undefined;
+  const wholeHead = (): string[] | undefined => {
+    const fixed = headOnceWritten();
+    return fixed && (withLength ??= [...fixed, 'content-length', String(body.length)]);
+  };
+  const handler = redisUrl
+    ? answerFromRedis(new Redis(redisUrl, { enableAutoPipelining: true }), process.env.BARE_KEY ?? 'bench:body', headOnceWritten)
+    : answerFromMap(body, wholeHead);
   createServer(handler).listen(Number(port), '127.0.0.1');
 }

@@ -7,19 +7,9 @@
  * upstream's answer requires (ETag, Cache-Control, CORS, X-API-Version, ...).
  */
 import { createServer } from 'node:http';
+import { answerFromMap, headFromJson, minimalHead } from './bare-handlers.js';
 
 const body = Buffer.from(process.env.BODY ?? '', 'base64');
-const answers = new Map<string, Buffer>([['/x', body]]);
-const headers: string[] = process.env.HEADERS
-  ? (JSON.parse(process.env.HEADERS) as Array<[string, string]>).flat()
-  : ['content-type', 'application/json; charset=utf-8', 'content-length', String(body.length)];
+const headers: string[] = process.env.HEADERS ? [...headFromJson(process.env.HEADERS), 'content-length', String(body.length)] : minimalHead(body.length);
 
-createServer((req, res) => {
-  const found = answers.get(req.url === '/health' ? '/x' : (req.url ?? ''));
-  if (!found) {
-    res.writeHead(404).end();
-    return;
-  }
-  res.writeHead(200, headers);
-  res.end(found);
-}).listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
+createServer(answerFromMap(body, () => headers)).listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');

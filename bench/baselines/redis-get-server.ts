@@ -8,24 +8,10 @@
  */
 import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
+import { answerFromRedis, headFromJson } from './bare-handlers.js';
 
 const redis = new Redis(process.env.REDIS_URL ?? '', { enableAutoPipelining: process.env.AUTO_PIPELINING !== '0' });
 const key = process.env.KEY ?? 'bench:body';
-const fixedHeaders: string[] | undefined = process.env.HEADERS
-  ? (JSON.parse(process.env.HEADERS) as Array<[string, string]>).filter(([name]) => name !== 'content-length').flat()
-  : undefined;
+const fixedHeaders: string[] | undefined = process.env.HEADERS ? headFromJson(process.env.HEADERS) : undefined;
 
-createServer((req, res) => {
-  redis.getBuffer(key).then(
-    (body) => {
-      if (!body) {
-        res.writeHead(404).end();
-        return;
-      }
-      if (fixedHeaders) res.writeHead(200, [...fixedHeaders, 'content-length', String(body.length)]);
-      else res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
-      res.end(body);
-    },
-    () => res.writeHead(503).end(),
-  );
-}).listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
+createServer(answerFromRedis(redis, key, () => fixedHeaders)).listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
