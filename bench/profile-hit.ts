@@ -11,11 +11,10 @@
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { freePort, startFakeUpstream, startRedis, stopChild, type TestRedis } from '../testkit/index.js';
 import { perRequest, type CpuProfile } from './lib/cpu-profile.js';
-import { ROOT, pinSelf, startNodeServer, startProxy, type Server } from './lib/proc.js';
+import { ROOT, baselineModule, pinSelf, startNodeServer, startProxy, type Server } from './lib/proc.js';
 import { HAS_WRK, runWrk } from './lib/wrk.js';
 import { HIT_PATH, hitHead } from './scenarios/context.js';
 
@@ -23,7 +22,6 @@ const redisTier = process.argv.includes('--redis');
 const seconds = Number(process.env.PROFILE_SECONDS ?? 6);
 const rounds = Number(process.env.PROFILE_ROUNDS ?? 3);
 const dir = mkdtempSync(join(tmpdir(), 'scp-profile-'));
-const moduleUrl = (name: string): string => pathToFileURL(join(ROOT, 'dist', 'bench', 'baselines', name)).href;
 const profiled = (name: string): string[] => ['--cpu-prof', `--cpu-prof-dir=${join(dir, name)}`];
 
 /** The largest profile a server wrote (a proxy writes a small one before its heap relaunch too). */
@@ -60,7 +58,7 @@ async function main(): Promise<void> {
       ? { REDIS_URL: redis?.url ?? '', KEY: 'bench:body', HEADERS: head }
       : { BODY: hitBody.toString('base64'), HEADERS: head };
     const script = redisTier ? 'bench/baselines/redis-get-server.js' : 'bench/baselines/map-server.js';
-    const baseline = await startNodeServer(script, env, '/health', 0, ROOT, [...profiled('baseline2'), '--import', moduleUrl('exit-on-signal.js')]);
+    const baseline = await startNodeServer(script, env, '/health', 0, ROOT, [...profiled('baseline2'), '--import', baselineModule('exit-on-signal.js')]);
     servers.push(baseline);
 
     const targets = { baseline2: `${baseline.url}/x`, baseline3: `http://127.0.0.1:${inProcess.port}/x`, proxy: proxy.url + HIT_PATH };

@@ -13,6 +13,9 @@ import { exited, freePort, isAnswering, isPortOpen, waitFor } from '../../testki
 
 export const ROOT = projectRoot();
 export const HAS_TASKSET = spawnSync('taskset', ['-V']).status === 0;
+
+/** A built module of bench/baselines/ as `node --import` takes it (in-process.js, background-work.js, exit-on-signal.js). */
+export const baselineModule = (name: string, root = ROOT): string => pathToFileURL(join(root, 'dist', 'bench', 'baselines', name)).href;
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 /** CPU seconds (user + system) a process has used so far. */
@@ -118,7 +121,7 @@ export async function startProxy(options: ProxyOptions): Promise<Server & { admi
   const bare = options.inProcessBare;
   const flags: string[] = [...(options.nodeFlags ?? [])];
   if (bare) {
-    flags.push('--import', pathToFileURL(join(options.root ?? ROOT, 'dist', 'bench', 'baselines', 'in-process.js')).href);
+    flags.push('--import', baselineModule('in-process.js', options.root));
     Object.assign(env, { BARE_PORT: String(bare.port), BARE_HEADERS_FILE: bare.headersFile, BARE_BODY: bare.body?.toString('base64') ?? '' });
     if (bare.redisUrl) Object.assign(env, { BARE_REDIS_URL: bare.redisUrl, BARE_KEY: bare.key ?? 'bench:body' });
   }

@@ -11,9 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, stopChild } from '../../testkit/index.js';
 import { alternate, generatorsOf } from '../lib/load.js';
-import { runJsonChild, startNodeServer, startProxy, type Server } from '../lib/proc.js';
+import { baselineModule, runJsonChild, startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
-import { BACKGROUND_WORK } from '../lib/background-work.js';
 import { HIT_PATH, RATE_LIMITED, hitHead, type Context } from './context.js';
 
 /** The metrics' own cost per hit, timed in a child on the servers' CPU (a few seconds; under one with --quick). */
@@ -55,7 +54,7 @@ export async function memoryHit({ options, upstream, hitBody }: Context): Promis
       '/health',
       0,
       undefined,
-      ['--import', BACKGROUND_WORK],
+      ['--import', baselineModule('background-work.js')],
     );
     servers.push(withBackground);
     const inProcessUrl = `http://127.0.0.1:${inProcess.port}`;

@@ -16,9 +16,8 @@ import { Redis } from 'ioredis';
 import { freePort, startRedis, stopChild } from '../../testkit/index.js';
 import { alternate, generatorsOf } from '../lib/load.js';
 import { scrape, sumSeries } from '../lib/metrics.js';
-import { startNodeServer, startProxy, type Server } from '../lib/proc.js';
+import { baselineModule, startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import { ratio, type Section } from '../lib/report.js';
-import { BACKGROUND_WORK } from '../lib/background-work.js';
 import { HIT_PATH, RATE_LIMITED, hitHead, type Context } from './context.js';
 
 export async function redisHit({ options, upstream, hitBody }: Context): Promise<Section> {
@@ -56,7 +55,7 @@ export async function redisHit({ options, upstream, hitBody }: Context): Promise
       '/health',
       0,
       undefined,
-      ['--import', BACKGROUND_WORK],
+      ['--import', baselineModule('background-work.js')],
     );
     servers.push(withBackground);
     const before = sumSeries(await scrape(proxy.adminUrl), 'stacks_proxy_cache_lookups_total', { tier: 'redis', result: 'hit' });
