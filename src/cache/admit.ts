@@ -1,7 +1,10 @@
 /**
  * Turning an upstream answer into what the cache does with it, as one pure step: an entry to
  * store, an answer to pass on unstored, or a failure (a body that is not what it claims, or an
- * answer about another resource than the one asked for: retried elsewhere, never stored). The
+ * answer about another resource than the one asked for: retried elsewhere, never stored). An
+ * answer about what was asked that does not fit the proxy's picture of the chain (a
+ * disagreement: chain-position.ts) is passed on as the upstream sent it and never stored; it
+ * says nothing against the upstream, whose view of the chain may well be the right one. The
  * body is parsed once, here; the same parse serves the well-formedness check, the identity
  * check (identity.ts) and the freshness class.
  */
@@ -13,7 +16,8 @@ import { UpstreamError } from '../upstream/errors.js';
 import type { CacheEntry } from './entry.js';
 import { identityMismatch } from './identity.js';
 import { scanObjectMembers } from './json-object-scan.js';
-import { classifyListMember, classifyParsed, isContradiction, parseJson, type Classification } from './policy.js';
+import type { DisagreementReason } from './chain-position.js';
+import { classifyListMember, classifyParsed, isContradiction, parseJson, type Classification, type Contradiction } from './policy.js';
 import { FOUND_MEMBER_PREFIX, FOUND_MEMBER_SUFFIX } from './tx-member.js';
 
 /** The chain and the time at which a request left for the upstream. */
@@ -30,12 +34,24 @@ export interface PassedOn {
   headers: Record<string, string>;
 }
 
+/** Why an answer was passed on unstored although it is about what was asked: it does not fit the chain the proxy verified. */
+export interface Disagreement {
+  reason: DisagreementReason;
+  why: string;
+}
+
+/** An answer passed on unstored; `disagreement` when the reason is the chain model (counted and logged by the reader). */
+export interface PassOn {
+  kind: 'pass-on';
+  passed: PassedOn;
+  disagreement?: Disagreement;
+}
+
 /**
  * `unverified`: the entry would be final were the block it names checked as the canonical one
  * at its height: worth one check (the tracker's) and a second admission.
  */
-export type Admission =
-  { kind: 'entry'; entry: CacheEntry; unverified?: BlockRef } | { kind: 'pass-on'; passed: PassedOn } | { kind: 'failure'; error: UpstreamError };
+export type Admission = { kind: 'entry'; entry: CacheEntry; unverified?: BlockRef } | PassOn | { kind: 'failure'; error: UpstreamError };
 
 export interface AdmitInput {
   freshness: FreshnessRules;
@@ -69,11 +85,17 @@ export function bodyEtag(body: Buffer): string {
 
 const isStrongEtag = (etag: string | undefined): etag is string => etag !== undefined && etag.startsWith('"');
 
-export function passOn(response: UpstreamResponse): Admission & { kind: 'pass-on' } {
+export function passOn(response: UpstreamResponse): PassOn {
   return {
     kind: 'pass-on',
     passed: { status: response.status, body: response.body, headers: forwardedHeaders(response, ['cache-control', 'location', 'etag']) },
   };
+}
+
+/** An answer that disagrees with the chain model: the client gets it as the upstream sent it; nothing is stored. */
+export function disagreeing(response: UpstreamResponse, judged: Contradiction, where?: string): PassOn {
+  const why = where === undefined ? judged.contradiction : `${where}: ${judged.contradiction}`;
+  return { ...passOn(response), disagreement: { reason: judged.reason, why } };
 }
 
 /** Class, validation time and the tip it was validated under. */
@@ -105,9 +127,9 @@ function wrongResource(response: UpstreamResponse, why: string): UpstreamError {
   return new UpstreamError('invalid', response.upstream, `an answer about another resource from ${response.upstream}: ${why}`);
 }
 
-/** An answer that contradicts the chain the proxy verified: that upstream failed this request. */
-function contradicting(upstream: string, why: string): UpstreamError {
-  return new UpstreamError('invalid', upstream, `an answer that contradicts the verified chain from ${upstream}: ${why}`);
+/** Stored bytes the chain verified now disagrees with: not confirmed by a 304 (fetched again in full). */
+function storedDisagreeing(upstream: string, why: string): UpstreamError {
+  return new UpstreamError('invalid', upstream, `stored bytes disagree with the verified chain (${upstream}'s 304 does not confirm them): ${why}`);
 }
 
 /** Where a found transaction sits in a tx/multiple answer (mined ones by height, then mempool). */
@@ -147,7 +169,7 @@ export function admit(input: AdmitInput): Admission {
   if (mismatch) return { kind: 'failure', error: wrongResource(response, mismatch) };
   const classification = classifyParsed({ ...input, status: response.status, chain: input.asked.chain, json: parsed.json });
   if (!classification) return passOn(response);
-  if (isContradiction(classification)) return { kind: 'failure', error: contradicting(response.upstream, classification.contradiction) };
+  if (isContradiction(classification)) return disagreeing(response, classification);
   const entry = entryFromAnswer(response, classification, input.asked, input.facts.principal);
   // A transaction is stored once for /tx/{id} and tx/multiple: the list needs its place.
   if (input.freshness === 'transaction' && response.status === 200) {
@@ -165,21 +187,20 @@ const withCheck = (entry: CacheEntry, classification: Classification): Admission
 /**
  * A 304 confirms the stored bytes (its ETag stays: the upstream's 304 carries none). The class
  * is decided again, so a confirmed transaction that is now deep enough becomes final. Bytes that
- * contradict the chain verified now are not confirmed by it: a failure (fetched again in full).
+ * disagree with the chain verified now are not confirmed by it: a failure of the confirmation
+ * only (the reader fetches them again in full; the upstream is not blamed).
  */
 export function confirm(entry: CacheEntry, input: Omit<AdmitInput, 'response'>, upstream = 'cache'): Confirmation {
   const json = entry.status === 200 ? parseJson(entry.body) : undefined;
   const classification = classifyParsed({ ...input, status: entry.status, chain: input.asked.chain, json }) ?? { cls: entry.cls, height: entry.height };
-  if (isContradiction(classification)) return { kind: 'failure', error: contradicting(upstream, classification.contradiction) };
+  if (isContradiction(classification)) return { kind: 'failure', error: storedDisagreeing(upstream, classification.contradiction) };
   return withCheck({ ...entry, ...stamp(classification, input.asked) }, classification);
 }
 
 /** A tx/multiple answer split into one entry per transaction. */
 export type ListAdmission =
   /** `unverified`: the blocks whose check may make members final, by block hash. */
-  | { kind: 'members'; members: Map<string, CacheEntry>; unverified: Map<string, BlockRef> }
-  | { kind: 'pass-on'; passed: PassedOn }
-  | { kind: 'failure'; error: UpstreamError };
+  { kind: 'members'; members: Map<string, CacheEntry>; unverified: Map<string, BlockRef> } | PassOn | { kind: 'failure'; error: UpstreamError };
 
 export interface ListAdmitInput {
   response: UpstreamResponse;
@@ -218,7 +239,7 @@ export function admitList(input: ListAdmitInput): ListAdmission {
     const member = list[key] as { found?: unknown; result?: unknown } | undefined;
     const classification = classifyListMember(member, asked.chain);
     if (!member || !classification) return notAnObject();
-    if (isContradiction(classification)) return { kind: 'failure', error: contradicting(response.upstream, `member ${key}: ${classification.contradiction}`) };
+    if (isContradiction(classification)) return disagreeing(response, classification, `member ${key}`);
     if (classification.unverified) unverified.set(classification.unverified.blockHash, classification.unverified);
     const found = member.found === true;
     const minedHeight = found ? minedHeightOf(classification, member.result) : undefined;

@@ -8,7 +8,7 @@ import type { ActivityView } from '../chain/activity-view.js';
 import type { BlockRef, ChainView, ReorgRecord } from '../chain/view.js';
 import type { FreshnessRules, RequestFacts } from '../routes/route-spec.js';
 import { parseBoundedJson } from '../upstream/bounded-json.js';
-import { judgePosition } from './chain-position.js';
+import { judgePosition, type DisagreementReason } from './chain-position.js';
 import type { CacheEntry, FreshnessClass } from './entry.js';
 
 export type { ChainView, ReorgRecord } from '../chain/view.js';
@@ -43,9 +43,14 @@ export interface Classification {
   unverified?: BlockRef;
 }
 
-/** An answer whose position contradicts the verified chain: an invalid upstream answer. */
+/**
+ * An answer whose position does not fit the proxy's picture of the chain: served as the upstream
+ * sent it, never stored, counted by `reason` (cache/admit.ts). Not an upstream failure: the
+ * picture may be what is wrong.
+ */
 export interface Contradiction {
   contradiction: string;
+  reason: DisagreementReason;
 }
 
 export type Judgement = Classification | Contradiction;
@@ -111,7 +116,7 @@ function judgeBlockData(data: MinedFields, chain: ChainView, blockHeight: unknow
     },
     chain,
   );
-  if (verdict.kind === 'contradiction') return { contradiction: verdict.why };
+  if (verdict.kind === 'contradiction') return { contradiction: verdict.why, reason: verdict.reason };
   if (verdict.kind === 'final') return { cls: 'final', height: blockHeight };
   return verdict.unverified === undefined ? { cls: 'tip' } : { cls: 'tip', unverified: verdict.unverified };
 }
@@ -169,7 +174,7 @@ export function classifyListMember(member: unknown, chain: ChainView): Judgement
   return tx ? classifyTransaction(tx, chain) : undefined;
 }
 
-/** A tx/multiple answer as a whole is as fresh as its least fresh member (and contradicts the chain when one does). */
+/** A tx/multiple answer as a whole is as fresh as its least fresh member (and disagrees with the chain model when one does). */
 function classifyList(list: Record<string, unknown>, chain: ChainView): Judgement | undefined {
   let result: Classification = { cls: 'final' };
   let members = 0;
@@ -230,7 +235,7 @@ function classifyNotFound(freshness: FreshnessRules): Classification | undefined
   }
 }
 
-/** The class to store a parsed answer under, a contradiction of the chain, or undefined for "never store" (5xx, upstream 4xx, garbage). */
+/** The class to store a parsed answer under, a disagreement with the chain model (never stored), or undefined for "never store" (5xx, upstream 4xx, garbage). */
 export function classifyParsed(input: ParsedAnswer): Judgement | undefined {
   if (input.status === 200) return classifyOk(input);
   if (input.status === 404) return classifyNotFound(input.freshness);

@@ -291,7 +291,7 @@ export class ReadPath {
     let got: Admitted<Admission>;
     try {
       // Each attempt's answer is admitted (and its body parsed) as it comes: a malformed body, or
-      // one that contradicts the verified chain, fails the attempt, which is tried on another upstream.
+      // one about another resource, fails the attempt, which is tried on another upstream.
       got = await askAndAdmit(this.deps.upstream, askFor(spec, refresh, context), spec.label, (answer) => this.withEvidence(() => spec.admit(answer, asked)));
     } catch (error) {
       const stale = this.staleFallback(spec, fallback, error);
@@ -310,7 +310,7 @@ export class ReadPath {
       this.deps.telemetry.revalidated(notModified ? 'not_modified' : 'modified');
       if (notModified) {
         const confirmed = await this.withEvidence(() => spec.confirm(refresh.entry, asked, response.upstream));
-        // Stored bytes the verified chain now contradicts are not confirmed by a 304: fetched in full.
+        // Stored bytes the verified chain now disagrees with are not confirmed by a 304: fetched in full.
         if (confirmed.kind === 'failure') return this.fetch(spec, { action: 'refetch' }, mustLand, context);
         this.learn(spec, refresh.etag, asked);
         await this.write(spec.key, confirmed.entry, mustLand);
@@ -320,7 +320,13 @@ export class ReadPath {
     // Only a 304 the read did not ask for reaches here unadmitted (the client refuses those): passed on.
     const admission = got.admission ?? passOn(response);
     if (admission.kind === 'failure') throw admission.error;
-    if (admission.kind === 'pass-on') return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
+    if (admission.kind === 'pass-on') {
+      // About what was asked but not where the chain model says it can be: the client gets the
+      // upstream's answer, nothing is stored, and the upstream is not blamed (the model may be behind).
+      if (admission.disagreement)
+        this.deps.telemetry.chainDisagreement(spec.label, response.upstream, admission.disagreement.reason, admission.disagreement.why);
+      return { cacheStatus: 'BYPASS', passed: admission.passed, upstreamSeconds };
+    }
     this.learn(spec, admission.entry.upstreamEtag, asked);
     await this.write(spec.key, admission.entry, mustLand);
     return { cacheStatus: 'MISS', entry: admission.entry, upstreamSeconds };
@@ -328,7 +334,7 @@ export class ReadPath {
 
   /**
    * An admission made once more after the canonical block it waited for was checked: the answer
-   * is final only when its block is that one, and contradicts the chain when it is not.
+   * is final only when its block is that one, and disagrees with the chain model when it is not.
    */
   private async withEvidence<A extends Admission | Confirmation>(admitOnce: () => A | Promise<A>): Promise<A> {
     const first = await admitOnce();

@@ -186,6 +186,10 @@ export class TxListReader {
     // A server error (every attempt failed) is not admitted: passed on as the upstream sent it.
     const admission: ListAdmission = admitted ?? passOn(response);
     if (admission.kind === 'failure') throw admission.error;
+    if (admission.kind === 'pass-on' && admission.disagreement) {
+      const { reason, why } = admission.disagreement;
+      this.deps.telemetry.chainDisagreement(route.id, response.upstream, reason, why);
+    }
     return { response, admission, upstreamSeconds: (this.deps.clock() - asked.at) / 1000 };
   }
 

@@ -1,8 +1,7 @@
 /**
  * One ask of the upstreams, admitted attempt by attempt: each answer the client gets is admitted
  * here, by the reader that asked (the upstream client never calls back into the cache); an
- * admission that is a failure (a malformed body, an answer about another resource, one that
- * contradicts the verified chain) rejects that answer, which counts against its upstream, and
+ * admission that is a failure (a malformed body, an answer about another resource) rejects that answer, which counts against its upstream, and
  * the same ask goes on to the next upstream within the client's retry budget (client.ts).
  */
 import type { UpstreamAsk, UpstreamClient, UpstreamResponse } from '../upstream/client.js';

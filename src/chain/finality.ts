@@ -9,6 +9,12 @@
  * the new tip's burn height minus confirmations is dropped and verified again lower, so it
  * never stands above what the believed tip allows. The upstream is asked through
  * `blockAtBurn`, so this module holds no I/O.
+ *
+ * The burn tip (what the status reports) is often above the tip block's anchor: burn blocks
+ * come with no Stacks block in them (a stall, a tenure not started yet), and by_burn_block_height
+ * answers 404 for each. The search for the watermark starts at the target burn height, or at the
+ * tip block's own anchor when that is known and lower: no Stacks block can sit between the two,
+ * so a long stall costs one request, not one per empty burn block.
  */
 import type { CanonicalBlock, ChainTip } from './view.js';
 
@@ -28,7 +34,8 @@ const EMPTY_BURN_BLOCKS_SEARCHED = 16;
 
 export class FinalityWatermark {
   private verified: CanonicalBlock | undefined;
-  private targetChecked: number | undefined;
+  /** The search last made (target and where it started): asked once each. */
+  private searched: string | undefined;
 
   constructor(private readonly burnConfirmations: number) {}
 
@@ -50,17 +57,21 @@ export class FinalityWatermark {
   }
 
   /**
-   * Asks once per new target (believed burn tip minus confirmations), walking down past empty
-   * burn blocks to the last verified one. Returns the block it verified, if it verified one.
-   * Throws when the upstream fails (asked again next poll).
+   * Asks once per new target (believed burn tip minus confirmations) and tip anchor, walking
+   * down past empty burn blocks to the last verified one. Returns the block it verified, if it
+   * verified one. Throws when the upstream fails (asked again next poll).
    */
   async advance(tip: ChainTip, blockAtBurn: BlockAtBurn): Promise<CanonicalBlock | undefined> {
     const target = tip.burnHeight - this.burnConfirmations;
     if (this.verified && !this.block(tip)) this.verified = undefined; // the tip came down below it
-    if (target < 0 || target === this.targetChecked) return undefined;
-    const floor = Math.max(this.verified?.burnHeight ?? -1, target - EMPTY_BURN_BLOCKS_SEARCHED);
+    // Nothing is anchored above the tip block's own anchor: the burn blocks between are empty.
+    const anchor = tip.anchorBurnHeight;
+    const start = anchor !== undefined && anchor >= 0 && anchor < target ? anchor : target;
+    const search = `${target}:${start}`;
+    if (target < 0 || search === this.searched) return undefined;
+    const floor = Math.max(this.verified?.burnHeight ?? -1, start - EMPTY_BURN_BLOCKS_SEARCHED);
     let found: CanonicalBlock | undefined;
-    for (let burnHeight = target; burnHeight > floor; burnHeight--) {
+    for (let burnHeight = start; burnHeight > floor; burnHeight--) {
       const block = await blockAtBurn(burnHeight);
       // None there, or only an orphan (the upstream answers the highest block, canonical first).
       if (!block || block.canonical !== true) continue;
@@ -77,13 +88,13 @@ export class FinalityWatermark {
       }
       break;
     }
-    this.targetChecked = target;
+    this.searched = search;
     return found;
   }
 
   /** Finality learned on a branch a reorg abandoned cannot be trusted above the fork: verified again. */
   lowerTo(forkHeight: number): void {
     if (this.verified && this.verified.height > forkHeight) this.verified = undefined;
-    this.targetChecked = undefined;
+    this.searched = undefined;
   }
 }

@@ -2,7 +2,9 @@
  * Evidence for a tip that jumped far ahead, from the one upstream that reports it: its parent
  * chain. Starting at the jumped tip, each block is asked for by height and must be canonical,
  * be the block its child named (index_block_hash = the child's parent_index_block_hash), and be
- * anchored no higher than its child and no lower than the believed tip; the walk succeeds when
+ * anchored no higher than its child (the jumped tip itself no higher than the burn tip it was
+ * reported with: the status reports the burn chain's tip, which an anchor never passes) and no
+ * lower than the believed tip block's anchor, when that was read; the walk succeeds when
  * it reaches the believed tip's height at the believed tip itself. An upstream with a wrong
  * view of the tip cannot give that (a made-up tip has no such chain below it); one syncing
  * after a restart can. Bounded: `blocksPerPoll` requests a poll, resumed on the next poll (the
@@ -55,15 +57,14 @@ export class ParentWalks {
       if (asked === this.blocksPerPoll) return 'walking';
       const block = (await blockAt(next.height)) as WalkedBlock | undefined;
       const burnHeight = block?.burn_block_height;
-      const isTarget = next.height === target.height;
       const fits =
         block?.canonical === true &&
         block.height === next.height &&
         block.index_block_hash === next.indexBlockHash &&
         typeof block.parent_index_block_hash === 'string' &&
         typeof burnHeight === 'number' &&
-        (isTarget ? burnHeight === target.burnHeight : burnHeight <= next.maxBurnHeight) &&
-        burnHeight >= believed.burnHeight;
+        burnHeight <= next.maxBurnHeight &&
+        burnHeight >= (believed.anchorBurnHeight ?? 0);
       if (!fits) {
         this.walks.delete(origin);
         return 'broken';

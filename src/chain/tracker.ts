@@ -9,6 +9,13 @@
  * (canonical-record.ts), and it checks others on demand (`verifyCanonical`), so that an answer is
  * final only when the block it names is the canonical one. Each upstream's believable tip goes
  * to the upstream health owner, which decides from it which upstreams lag.
+ *
+ * Two burn heights, never confused (upstream-contract.md §5): the status's
+ * `chain_tip.burn_block_height` is the burn chain's tip, moved by every burn block whether or not
+ * a Stacks block came with it; the tip block's own anchor is read from the block itself
+ * (`/extended/v2/blocks/{index_block_hash}`) once the tip is believed, and is often lower. A 304
+ * to a conditional poll says nothing of the burn tip (the status ETag follows the Stacks tip
+ * only), so each upstream is polled unconditionally every BURN_TIP_REFRESH_MS.
  */
 import { performance } from 'node:perf_hooks';
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
@@ -75,6 +82,13 @@ const CHECKS_IN_FLIGHT = 64;
 /** A block hash as the upstream's block route takes it: nothing else (and no height but a whole number) goes into a check's path. */
 const BLOCK_HASH = /^0x[0-9a-fA-F]{64}$/;
 
+/**
+ * Longest a conditional poll stands for the burn tip: a 304 hides burn blocks that came without a
+ * Stacks block, so a poll this long after an upstream's last full answer asks without
+ * If-None-Match (the upstream runs the same query either way; only the body's bytes are extra).
+ */
+export const BURN_TIP_REFRESH_MS = 5_000;
+
 /** At most this much of an upstream's own error text goes into a tip poll's error. */
 const UPSTREAM_SAYS_CHARS = 200;
 
@@ -94,8 +108,8 @@ function parseJson<T>(body: Buffer): T | undefined {
 export class ChainTipTracker {
   private current: ChainTip | undefined;
   private currentOrigin: string | undefined;
-  /** Last tip and ETag each upstream sent, for If-None-Match. */
-  private readonly perUpstream = new Map<string, { etag: string; tip: ChainTip }>();
+  /** Last tip and ETag each upstream sent, for If-None-Match, and when (monotonic ms) its last full answer came. */
+  private readonly perUpstream = new Map<string, { etag: string; tip: ChainTip; fullAt: number }>();
   private readonly evidence: TipEvidence;
   private readonly finality: FinalityWatermark;
   private readonly reorgs = new ReorgLog();
@@ -308,7 +322,9 @@ export class ChainTipTracker {
 
   /** One upstream's tip: a 304 repeats the last one it sent. Failures leave it out. */
   private async fetchTip(origin: string): Promise<ChainTip | undefined> {
-    const known = this.perUpstream.get(origin);
+    const stored = this.perUpstream.get(origin);
+    // Past BURN_TIP_REFRESH_MS the poll asks in full: a 304 would hide a burn block without a Stacks block.
+    const known = stored && performance.now() - stored.fullAt < BURN_TIP_REFRESH_MS ? stored : undefined;
     const headers: Record<string, string> = known ? { 'if-none-match': known.etag } : {};
     this.telemetry.tipPolled();
     const response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers });
@@ -331,7 +347,7 @@ export class ChainTipTracker {
     }
     const parsed: ChainTip = { height: tip.block_height, indexBlockHash: tip.index_block_hash, burnHeight: tip.burn_block_height ?? 0 };
     if (typeof tip.block_hash === 'string') parsed.blockHash = tip.block_hash;
-    if (response.headers.etag) this.perUpstream.set(origin, { etag: response.headers.etag, tip: parsed });
+    if (response.headers.etag) this.perUpstream.set(origin, { etag: response.headers.etag, tip: parsed, fullAt: performance.now() });
     return parsed;
   }
 
@@ -363,12 +379,70 @@ export class ChainTipTracker {
     this.health.reportTip(origin, tip.height);
     if (judgement.kind === 'keep') {
       if (judgement.leader) this.currentOrigin = judgement.leader;
+      if (this.current?.indexBlockHash === tip.indexBlockHash) await this.burnTipReported(origin, tip);
       return;
     }
-    await this.advanceTo(tip, origin);
+    // A jump believed on its parent chain alone: the chain links, but nothing vouches for the
+    // burn tip it came with, so the burn tip stays where it was (its block's anchor lifts it).
+    const burnVouched = judgement.kind !== 'hold';
+    await this.advanceTo(burnVouched ? tip : { ...tip, burnHeight: this.current?.burnHeight ?? 0 }, origin);
     this.currentOrigin = origin;
+    await this.readAnchor(origin, tip.burnHeight);
+    await this.advanceFinality(origin);
+  }
+
+  /**
+   * The believed tip block, reported again with a higher burn tip (burn blocks without a Stacks
+   * block): the burn tip moves on, finality with it. A burn tip further ahead than maxJumpBlocks
+   * is not believed on one report (it would make recent data final): it waits for a Stacks block.
+   */
+  private async burnTipReported(origin: string, tip: ChainTip): Promise<void> {
+    const current = this.current;
+    if (!current || tip.burnHeight <= current.burnHeight) return;
+    if (current.burnHeight > 0 && tip.burnHeight - current.burnHeight > this.settings.maxJumpBlocks) {
+      if (!this.holding.has(origin)) this.telemetry.tipJumpHeld(origin, current, tip);
+      this.holding.add(origin);
+      return;
+    }
+    this.current = { ...current, burnHeight: tip.burnHeight };
+    this.telemetry.tipBurnHeights(this.current);
+    await this.advanceFinality(this.currentOrigin ?? origin);
+  }
+
+  /** The finality watermark moved on for the believed tip (its burn tip and anchor as known now), then published. */
+  private async advanceFinality(origin: string): Promise<void> {
+    const tip = this.current;
+    if (!tip) return;
     const watermark = await this.finality.advance(tip, (burnHeight) => this.blockAtBurn(burnHeight, origin));
     if (watermark) this.record.remember(watermark);
+    this.publish();
+  }
+
+  /**
+   * The believed tip block's own anchor, from the block itself (by index block hash, from the
+   * upstream that reported it): canonical, the block the status named, anchored no higher than
+   * the burn tip reported with it (`reportedBurnHeight`). Then it is recorded as the canonical block at its height, and
+   * the finality search can start at its anchor. A failed or odd read leaves the anchor unknown:
+   * that costs no answer anything (the burn tip alone bounds finality).
+   */
+  private async readAnchor(origin: string, reportedBurnHeight: number): Promise<void> {
+    const tip = this.current;
+    if (!tip || !BLOCK_HASH.test(tip.indexBlockHash)) return;
+    let block: CanonicalBlock | undefined;
+    try {
+      block = await this.canonicalBlockAt(origin, tip.indexBlockHash.toLowerCase());
+    } catch {
+      return;
+    }
+    const same = block !== undefined && block.height === tip.height && block.indexBlockHash.toLowerCase() === tip.indexBlockHash.toLowerCase();
+    if (!block || !same || (reportedBurnHeight > 0 && block.burnHeight > reportedBurnHeight)) return;
+    const current = this.current;
+    if (current?.indexBlockHash !== tip.indexBlockHash) return; // another tip was believed meanwhile
+    // The burn chain reaches at least the anchor of a believed block.
+    const burnHeight = Math.max(current.burnHeight, block.burnHeight);
+    this.current = { ...current, burnHeight, anchorBurnHeight: block.burnHeight, blockHash: current.blockHash ?? block.blockHash };
+    this.record.remember(block);
+    this.telemetry.tipBurnHeights(this.current);
     this.publish();
   }
 
@@ -434,15 +508,17 @@ export class ChainTipTracker {
       this.finality.lowerTo(forkHeight);
       this.telemetry.reorgDetected(record.forkHeight, previous, next);
     }
-    this.current = next;
+    // The burn chain does not come down when the Stacks tip moves on: an upstream whose status
+    // was read a moment before the latest burn block keeps the burn tip already seen.
+    const burnHeight = previous && !reorg ? Math.max(previous.burnHeight, next.burnHeight) : next.burnHeight;
+    this.current = { ...next, burnHeight };
     this.history.remember(next.height, next.indexBlockHash);
-    // A tip poll without a burn height (read as 0) says nothing of where its block is anchored.
-    if (next.burnHeight > 0)
-      this.record.remember({ height: next.height, burnHeight: next.burnHeight, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
-    this.telemetry.tipChanged(next);
+    // The status's burn height is the burn chain's tip, not where this block is anchored: the
+    // block goes into the canonical record once its own anchor is read (readAnchor).
+    this.telemetry.tipChanged(this.current);
     for (const listener of this.tipListeners) {
       try {
-        listener(next, origin, reorg);
+        listener(this.current, origin, reorg);
       } catch {
         // A listener's fault must not stop the tip (its own state stays conservative).
       }
@@ -498,6 +574,7 @@ export class ChainTipTracker {
       tipHash: tip?.indexBlockHash,
       tipHeight: tip?.height,
       burnHeight: tip?.burnHeight,
+      tipAnchorBurnHeight: tip?.anchorBurnHeight,
       finalBurnHeight: watermark?.burnHeight,
       finalStacksHeight: watermark?.height,
       heightCeiling: reported && Math.max(reported.height, tip?.height ?? 0) + margin,

@@ -8,7 +8,14 @@ import type { ActivityView } from './activity-view.js';
 export interface ChainTip {
   height: number;
   indexBlockHash: string;
+  /**
+   * The burn chain's tip as the upstream's status reports it (`chain_tip.burn_block_height`):
+   * moved by every burn block, with or without a Stacks block anchored in it, so often above
+   * the tip block's own anchor (upstream-contract.md §5). 0 when the status carried none.
+   */
   burnHeight: number;
+  /** The tip block's own anchoring burn height (its burn_block_height), once read; burnHeight is the burn chain's tip. */
+  anchorBurnHeight?: number;
   /** The tip's block_hash, when the upstream sent it (transactions name their block by it). */
   blockHash?: string;
 }
@@ -44,7 +51,10 @@ export interface CanonicalLookup {
 export interface ChainView {
   tipHash?: string;
   tipHeight?: number;
+  /** The burn chain's tip (ChainTip.burnHeight), not the tip block's anchor. */
   burnHeight?: number;
+  /** The believed tip block's anchoring burn height, once read (burnHeight is the burn chain's tip). */
+  tipAnchorBurnHeight?: number;
   /**
    * The finality watermark: a canonical block, verified, at least burnConfirmations burn blocks
    * below the believed burn tip. Data anchored at or below `finalBurnHeight` in a block at or

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ChainView } from '../chain/view.js';
-import { entryFromAnswer, passOn, stamp, type Admission, type Confirmation, type Snapshot } from '../cache/admit.js';
+import { disagreeing, entryFromAnswer, passOn, stamp, type Admission, type Confirmation, type Snapshot } from '../cache/admit.js';
 import type { CacheEntry, FreshnessClass } from '../cache/entry.js';
 import { classifyTransaction, isContradiction, parseJson, type Classification, type Judgement } from '../cache/policy.js';
 import type { UpstreamResponse } from '../upstream/client.js';
@@ -62,8 +62,15 @@ export function rawTxMatches(json: unknown, txId: string): boolean {
   return digest === normalTxId(txId);
 }
 
+/** A body about another transaction than the one asked for: that upstream failed the request. */
+interface OtherResource {
+  otherResource: string;
+}
+
+const isOtherResource = (judged: Judgement | OtherResource): judged is OtherResource => 'otherResource' in judged;
+
 /** What the body says about the class, before any evidence (undefined: pass on, unstored). */
-function classifyOk(facts: SurfaceFacts, json: unknown, chain: ChainView): Judgement | undefined {
+function classifyOk(facts: SurfaceFacts, json: unknown, chain: ChainView): Judgement | OtherResource | undefined {
   const { family, params } = facts;
   // A body the mempool can change is never held past the mempool class, whatever its key's kind.
   const cls: FreshnessClass = family.mempoolDependent ? 'mempool' : 'tip';
@@ -78,7 +85,7 @@ function classifyOk(facts: SurfaceFacts, json: unknown, chain: ChainView): Judge
       const asked = params.tx_id;
       // Only a body that is the transaction asked for is classified as one; events and balance changes move with the tip.
       if (!tx || asked === undefined || typeof tx.tx_id !== 'string' || typeof tx.tx_status !== 'string') return { cls: 'tip' };
-      if (normalTxId(tx.tx_id) !== normalTxId(asked)) return { contradiction: `asked for tx ${asked}, got tx_id ${tx.tx_id}` };
+      if (normalTxId(tx.tx_id) !== normalTxId(asked)) return { otherResource: `asked for tx ${asked}, got tx_id ${tx.tx_id}` };
       return classifyTransaction(tx, chain);
     }
     case 'immutable':
@@ -145,7 +152,8 @@ export function admitSurface(facts: SurfaceFacts, response: UpstreamResponse, as
   }
   const judged = classifyOk(facts, json, asked.chain);
   if (!judged) return passOn(response);
-  if (isContradiction(judged)) return invalid(response, `an answer about another resource: ${judged.contradiction}`);
+  if (isOtherResource(judged)) return invalid(response, `an answer about another resource: ${judged.otherResource}`);
+  if (isContradiction(judged)) return disagreeing(response, judged);
   const classification = finalWith(judged, evidence !== undefined && isChainAnswer(facts, json) ? evidence : undefined);
   const entry = entryOf(facts, response, classification, asked);
   return classification.unverified === undefined ? { kind: 'entry', entry } : { kind: 'entry', entry, unverified: classification.unverified };
@@ -157,13 +165,16 @@ export function admitSurface(facts: SurfaceFacts, response: UpstreamResponse, as
  */
 export function confirmSurface(facts: SurfaceFacts, entry: CacheEntry, asked: Snapshot): Confirmation {
   if (entry.cls === 'final') return { kind: 'entry', entry: { ...entry, validatedAt: asked.at } };
-  let classification: Judgement = { cls: entry.cls, height: entry.height };
+  let classification: Judgement | OtherResource = { cls: entry.cls, height: entry.height };
   if (entry.status === 200 && facts.family.change === 'etag:transaction') {
     const json = isJsonType(entry.headers['content-type']) ? parseJson(entry.body) : undefined;
     classification = classifyOk(facts, json, asked.chain) ?? classification;
   }
+  if (isOtherResource(classification)) {
+    return { kind: 'failure', error: new UpstreamError('invalid', 'cache', `stored bytes are about another resource: ${classification.otherResource}`) };
+  }
   if (isContradiction(classification)) {
-    return { kind: 'failure', error: new UpstreamError('invalid', 'cache', `stored bytes contradict the verified chain: ${classification.contradiction}`) };
+    return { kind: 'failure', error: new UpstreamError('invalid', 'cache', `stored bytes disagree with the verified chain: ${classification.contradiction}`) };
   }
   const confirmed = { ...entry, ...stamp(classification, asked) };
   return classification.unverified === undefined

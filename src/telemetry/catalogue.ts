@@ -148,8 +148,20 @@ export const METRICS = {
     'route',
     'reason',
   ]),
+  chainDisagreements: counter(
+    'stacks_proxy_chain_disagreements_total',
+    "Upstream answers about what was asked that did not fit the proxy's picture of the chain (served as sent, not stored, not counted against the upstream), by route id and reason.",
+    ['route', 'reason'],
+  ),
   chainTipHeight: gauge('stacks_proxy_chain_tip_height', 'Stacks block height of the tracked chain tip.'),
-  chainTipBurnHeight: gauge('stacks_proxy_chain_tip_burn_height', 'Burn (Bitcoin) block height of the tracked chain tip.'),
+  chainTipBurnHeight: gauge(
+    'stacks_proxy_chain_tip_burn_height',
+    "The burn (Bitcoin) chain's tip height as the upstream's status reports it (GET /extended chain_tip.burn_block_height), with or without a Stacks block anchored there.",
+  ),
+  chainTipAnchorBurnHeight: gauge(
+    'stacks_proxy_chain_tip_anchor_burn_height',
+    "The burn height the tracked tip block is anchored at (its own burn_block_height), once read: at or below the burn chain's tip.",
+  ),
   chainTipAge: gauge('stacks_proxy_chain_tip_age_seconds', 'Seconds since the tracked chain tip last changed.', [], STATE),
   tipPolls: counter(
     'stacks_proxy_tip_polls_total',

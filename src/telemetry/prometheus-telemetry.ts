@@ -9,6 +9,7 @@ import { buildInfo, type BuildInfo } from './build-info.js';
 import { METRICS, REDIS_METRICS } from './catalogue.js';
 import { foldedCounter } from './folded.js';
 import { labelChildren } from './label-children.js';
+import { LogLimiter } from './log-limiter.js';
 import { registerAll, type Registered } from './register.js';
 import { StateReader, type StateSources } from './state-gauges.js';
 import { StatusRecord, type ClassCount, type FailureRecord, type PurgeRecord, type ReorgEvent } from './status-record.js';
@@ -118,6 +119,8 @@ class PrometheusTelemetry implements ProxyTelemetry {
   private tipRole: 'leader' | 'follower' = 'leader';
   private rateLimitFailing = false;
   private readonly accessLog: AccessLogSettings;
+  /** Disagreements with the chain model can come with every request: one line a minute per reason. */
+  private readonly disagreementLogs = new LogLimiter(60_000);
   private hitsSinceLine = 0;
   private refusalsSinceLine = 0;
 
@@ -170,6 +173,7 @@ class PrometheusTelemetry implements ProxyTelemetry {
       sharedWaits: labelChildren((route: string, result: string) => m.sharedFlightWaits.labels({ route, result })),
       primaryFlights: labelChildren((route: string, outcome: string) => m.primaryFlights.labels({ route, outcome })),
       stale: labelChildren((route: string, reason: string) => m.staleServed.labels({ route, reason })),
+      disagreements: labelChildren((route: string, reason: string) => m.chainDisagreements.labels({ route, reason })),
       revalidations: labelChildren((result: string) => m.revalidations.labels({ result })),
       background: labelChildren((route: string, outcome: string) => m.backgroundRefreshes.labels({ route, outcome })),
       scopeConfirmed: labelChildren((route: string) => m.etagScopeConfirmations.labels({ route })),
@@ -317,6 +321,17 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.routeCounters.stale(route, reason).inc();
   }
 
+  chainDisagreement(route: string, upstream: string, reason: string, why: string): void {
+    this.routeCounters.disagreements(route, reason).inc();
+    const permit = this.disagreementLogs.permit(reason, this.now());
+    if (permit.log) {
+      this.logger.warn(
+        { route, upstream, reason, why, heldBack: permit.suppressed },
+        "upstream answer does not fit the proxy's chain model: served as sent, not stored (at most one such line a minute per reason)",
+      );
+    }
+  }
+
   reorgPurged(): void {
     this.m.reorgPurged.inc();
   }
@@ -401,7 +416,14 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.tipChangedAt = this.now();
     this.m.chainTipHeight.set(tip.height);
     this.m.chainTipBurnHeight.set(tip.burnHeight);
+    if (tip.anchorBurnHeight !== undefined) this.m.chainTipAnchorBurnHeight.set(tip.anchorBurnHeight);
+    else this.m.chainTipAnchorBurnHeight.reset();
     this.tipPollSucceeded();
+  }
+
+  tipBurnHeights(tip: TipLike): void {
+    this.m.chainTipBurnHeight.set(tip.burnHeight);
+    if (tip.anchorBurnHeight !== undefined) this.m.chainTipAnchorBurnHeight.set(tip.anchorBurnHeight);
   }
 
   tipPolled(): void {

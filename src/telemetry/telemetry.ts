@@ -45,7 +45,10 @@ export interface ServedRequest {
 
 export interface TipLike {
   height: number;
+  /** The burn chain's tip, as the upstream's status reports it. */
   burnHeight: number;
+  /** The tip block's own anchoring burn height, once read (often lower than burnHeight). */
+  anchorBurnHeight?: number;
 }
 
 export interface Telemetry {
@@ -69,6 +72,12 @@ export interface Telemetry {
   backgroundRefreshed(route: string, outcome: BackgroundRefreshOutcome): void;
   /** reason: the upstream failure kind, or `revalidating` for stale-while-revalidate. */
   staleServed(route: string, reason: string): void;
+  /**
+   * An upstream answer about what was asked that does not fit the proxy's picture of the chain:
+   * served as the upstream sent it, not stored, not counted against the upstream. Counted by
+   * reason (cache/chain-position.ts), logged at most once a minute per reason.
+   */
+  chainDisagreement(route: string, upstream: string, reason: string, why: string): void;
   reorgPurged(): void;
   /** An expired entry confirmed by another URL's upstream ETag of the same scope (etag-scope.ts). */
   etagScopeConfirmed(route: string): void;
@@ -91,6 +100,8 @@ export interface Telemetry {
 
   /** A new chain tip (which also means the poll succeeded). */
   tipChanged(tip: TipLike): void;
+  /** The believed tip's burn heights moved without a new tip: the burn tip (burn blocks without a Stacks block), or its block's anchor once read. */
+  tipBurnHeights(tip: TipLike): void;
   tipPollSucceeded(): void;
   /** One chain tip poll sent to an upstream (counted under this process's role: tipLeading). */
   tipPolled(): void;
@@ -173,6 +184,7 @@ class NoopTelemetry implements Telemetry {
   revalidated(): void {}
   backgroundRefreshed(): void {}
   staleServed(): void {}
+  chainDisagreement(): void {}
   reorgPurged(): void {}
   etagScopeConfirmed(): void {}
   purged(): void {}
@@ -184,6 +196,7 @@ class NoopTelemetry implements Telemetry {
   breakerChanged(): void {}
   lagChanged(): void {}
   tipChanged(): void {}
+  tipBurnHeights(): void {}
   tipPollSucceeded(): void {}
   tipPolled(): void {}
   tipLeading(): void {}

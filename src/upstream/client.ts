@@ -15,7 +15,7 @@
  * one, else on the same one, unless it rate-limited the request. An answer, including a
  * handler's refusal of this one input (a JSON 4xx or 500), is yielded to the caller, who
  * judges it (`attempts`): one it rejects as invalid for what it asked (a malformed body, another
- * resource, a contradiction of the verified chain) is a failure of that upstream, tried once
+ * resource) is a failure of that upstream, tried once
  * more like the others; any other is the answer, not retried. When every attempt failed, the
  * last gateway 5xx answer is yielded if there was one (passed on, unless a stale copy can be
  * served), else the failure is thrown. The client never calls back into the cache.
@@ -81,8 +81,7 @@ export interface UpstreamAsk {
 
 /**
  * One upstream's answer to an ask, for the caller to judge (attempts()). The caller that finds
- * it invalid for what it asked (a malformed body, another resource, an answer that contradicts
- * the verified chain) rejects it: that counts against the upstream, and the ask goes on to the
+ * it invalid for what it asked (a malformed body, an answer about another resource) rejects it: that counts against the upstream, and the ask goes on to the
  * next attempt. Anything else stands as the answer once the caller moves on or stops.
  */
 export interface UpstreamAttempt {

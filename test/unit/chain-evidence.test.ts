@@ -221,9 +221,19 @@ describe('ParentWalks', () => {
       (height: number) => chain(60)(height).then((b) => (b && height === 58 ? { ...b, burn_block_height: 200 } : b)),
     ],
     ['a block that is not canonical', jumped(60), (height: number) => chain(60)(height).then((b) => (b && height === 59 ? { ...b, canonical: false } : b))],
-    ['a tip whose burn height is not the one reported', tip(60, 999, '0xi60'), chain(60)],
+    ['a tip anchored above the burn tip it was reported with', tip(60, 140, '0xi60'), chain(60)],
   ])('breaks on %s', async (_name, target, blockAt) => {
     expect(await new ParentWalks(32).step('a', target, BELIEVED, blockAt)).toBe('broken');
+  });
+
+  it('links a jumped tip reported with a burn tip above its anchor (burn blocks without Stacks blocks)', async () => {
+    expect(await new ParentWalks(32).step('a', tip(60, 999, '0xi60'), BELIEVED, chain(60))).toBe('linked');
+  });
+
+  it('breaks on a block anchored below the believed tip block, and links when the believed anchor is not known', async () => {
+    const anchored = { ...BELIEVED, anchorBurnHeight: 138 };
+    expect(await new ParentWalks(32).step('a', jumped(60), anchored, chain(60))).toBe('broken');
+    expect(await new ParentWalks(32).step('a', jumped(60), { ...BELIEVED, anchorBurnHeight: 137 }, chain(60))).toBe('linked');
   });
 
   it('starts again for another jumped tip, and throws (walk kept) when the upstream fails', async () => {

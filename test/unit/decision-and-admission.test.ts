@@ -183,14 +183,16 @@ describe('admit', () => {
     });
   });
 
-  it('asks for a check when the block of an otherwise final answer is not known yet, and fails one that contradicts the chain', () => {
+  it('asks for a check when the block of an otherwise final answer is not known yet, and passes on unstored one that disagrees with the chain', () => {
     const rec = recorded(txPath);
     const { canonical: _omit, ...unverified } = ASKED.chain;
     const result = admit({ freshness: 'transaction', facts: {}, response: answer(200, rec.body), asked: { ...ASKED, chain: unverified } });
     expect(result.kind === 'entry' && [result.entry.cls, result.unverified?.height]).toEqual(['tip', RECORDED.confirmedTxHeight]);
     const lying = answer(200, JSON.stringify({ ...JSON.parse(rec.body), burn_block_height: 1 }));
-    const failed = admit({ freshness: 'transaction', facts: {}, response: lying, asked: ASKED });
-    expect(failed.kind === 'failure' && failed.error.kind).toBe('invalid');
+    const disagreeing = admit({ freshness: 'transaction', facts: {}, response: lying, asked: ASKED });
+    // The client gets the upstream's bytes; nothing is stored, and the upstream is not failed.
+    expect(disagreeing.kind).toBe('pass-on');
+    expect(disagreeing.kind === 'pass-on' && [disagreeing.passed.body.equals(lying.body), disagreeing.disagreement?.reason]).toEqual([true, 'anchor_differs']);
     const held = entry('tip', { body: lying.body });
     expect(confirm(held, { freshness: 'transaction', facts: {}, asked: ASKED }).kind).toBe('failure');
   });
