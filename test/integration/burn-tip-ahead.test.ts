@@ -1,0 +1,82 @@
+/**
+ * The burn chain's tip is not the tip block's anchor (upstream-contract.md §5): the status's
+ * `chain_tip.burn_block_height` moves with every burn block, with or without a Stacks block, and
+ * a real recording had the tip block anchored 24 burn blocks below it. Through real HTTP: with
+ * the fake's status reporting such a burn tip, every answer is the upstream's own, nothing is a
+ * disagreement, the breaker stays closed, and finality is found from the tip block's anchor
+ * (one by_burn_block_height request, not one per empty burn block).
+ */
+import { describe, expect, it } from 'vitest';
+import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
+import { useCleanups } from '../support/cleanups.js';
+import { fetchRaw } from '../support/http.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
+
+const { defer, fakeUpstream } = useCleanups();
+
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+const STATUS = /^\/extended$/;
+
+/** The fake's GET /extended with its burn tip `ahead` burn blocks above the tip block's anchor (same ETag: the Stacks tip's). */
+async function burnTipAhead(upstream: FakeUpstream, ahead: number): Promise<void> {
+  const real = await fetchRaw(`${upstream.url}/extended`);
+  const status = JSON.parse(real.body.toString()) as { chain_tip: { burn_block_height: number } };
+  status.chain_tip.burn_block_height = RECORDED.tipBurnHeight + ahead;
+  upstream.setFailing({ status: 200, body: JSON.stringify(status), headers: { etag: real.headers.get('etag') ?? '' } }, STATUS);
+}
+
+const READS = [
+  ...Array.from({ length: RECORDED.tipHeight }, (_, i) => `/extended/v2/blocks/${i + 1}`),
+  `/extended/v2/blocks/${RECORDED.tipIndexHash}`,
+  '/extended/v2/blocks/latest',
+  `/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithBlock}`,
+  `/extended/v1/block/by_burn_block_height/${RECORDED.burnHeightWithoutBlock}`,
+  `/extended/v1/block/by_burn_block_height/${RECORDED.tipBurnHeight + 5}`,
+  `/extended/v1/tx/${RECORDED.confirmedTxId}`,
+  `/extended/v1/tx/${RECORDED.pendingTxId}`,
+  `/extended/v1/tx/multiple?tx_id=${RECORDED.confirmedTxId}&tx_id=${RECORDED.unknownTxId}`,
+  `/extended/v1/address/${RECORDED.principal}/transactions`,
+  `/extended/v1/address/${RECORDED.principal}/balances`,
+];
+
+describe('a burn tip above the tip block’s anchor', () => {
+  it('24 burn blocks with no Stacks block: every answer is the upstream’s, no disagreement, the breaker closed, the tip block final', async () => {
+    const upstream = await fakeUpstream();
+    await burnTipAhead(upstream, 24);
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    defer(() => proxy.close());
+    await proxy.tracker.pollOnce();
+    expect([proxy.tracker.view().burnHeight, proxy.tracker.view().tipAnchorBurnHeight]).toEqual([RECORDED.tipBurnHeight + 24, RECORDED.tipBurnHeight]);
+
+    for (const pass of ['first', 'second']) {
+      for (const path of READS) {
+        const [viaProxy, direct] = [await fetchRaw(proxy.url + path), await fetchRaw(upstream.url + path)];
+        expect([viaProxy.status, viaProxy.body.toString()], `${pass} ${path}`).toEqual([direct.status, direct.body.toString()]);
+      }
+    }
+    expect(await metricValue(proxy, 'stacks_proxy_chain_disagreements_total')).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_breaker_open')).toBe(0);
+    // The tip block is 24 burn blocks deep: final, found from its anchor with one by_burn_block_height request.
+    const tipBlock = await fetchRaw(`${proxy.url}/extended/v2/blocks/${RECORDED.tipHeight}`);
+    expect([tipBlock.headers.get('x-cache-class'), tipBlock.headers.get('cache-control')]).toEqual(['final', IMMUTABLE]);
+    const burnReads = upstream.requests.filter((r) => r.path.startsWith('/extended/v1/block/by_burn_block_height/') && r.headers['x-request-id'] === undefined);
+    expect(burnReads.map((r) => r.path)).toContain(`/extended/v1/block/by_burn_block_height/${RECORDED.tipBurnHeight}`);
+  });
+
+  it('one burn block ahead (the new tenure not started): the tip block is not final, nothing is a disagreement', async () => {
+    const upstream = await fakeUpstream();
+    await burnTipAhead(upstream, 1);
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    defer(() => proxy.close());
+    await proxy.tracker.pollOnce();
+    for (const path of READS) {
+      const [viaProxy, direct] = [await fetchRaw(proxy.url + path), await fetchRaw(upstream.url + path)];
+      expect([viaProxy.status, viaProxy.body.toString()], path).toEqual([direct.status, direct.body.toString()]);
+    }
+    const tipBlock = await fetchRaw(`${proxy.url}/extended/v2/blocks/${RECORDED.tipHeight}`);
+    expect(tipBlock.headers.get('x-cache-class')).toBe('tip');
+    expect(await metricValue(proxy, 'stacks_proxy_chain_disagreements_total')).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
+  });
+});
