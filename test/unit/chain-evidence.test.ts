@@ -101,6 +101,40 @@ describe('FinalityWatermark', () => {
     expect([watermark.finalBurnHeight(TIP), watermark.finalStacksHeight(TIP)]).toEqual([128, 30]);
   });
 
+  it('starts at the tip block’s anchor when the burn tip is far above it (a stall): one request, the tip block final', async () => {
+    const stalled = { ...tip(50, 160), anchorBurnHeight: 136 };
+    const { watermark, asked } = await advanced({ 136: canonicalAt(50, 136) }, stalled);
+    expect(asked).toEqual([136]);
+    expect([watermark.finalBurnHeight(stalled), watermark.finalStacksHeight(stalled)]).toEqual([136, 50]);
+  });
+
+  it('without the anchor, walks down at most 16 empty burn blocks from the target and finds nothing past them', async () => {
+    const { watermark, asked } = await advanced({ 136: canonicalAt(50, 136) }, tip(50, 160));
+    expect(asked).toEqual(Array.from({ length: 16 }, (_, i) => 154 - i));
+    expect(watermark.finalStacksHeight(tip(50, 160))).toBeUndefined();
+  });
+
+  it('an anchor at or above the target changes nothing (the burn tip one ahead of a new tenure)', async () => {
+    const ahead = { ...tip(50, 137), anchorBurnHeight: 136 };
+    const { watermark, asked } = await advanced({ 131: canonicalAt(37, 131) }, ahead);
+    expect(asked).toEqual([131]);
+    expect(watermark.finalStacksHeight(ahead)).toBe(37);
+  });
+
+  it('asks again once the tip block’s anchor is read (same target, another start)', async () => {
+    const watermark = new FinalityWatermark(6);
+    const asked: number[] = [];
+    const answers: Record<number, BurnBlockAnswer> = { 136: canonicalAt(50, 136) };
+    const blockAtBurn = (burnHeight: number) => {
+      asked.push(burnHeight);
+      return Promise.resolve(answers[burnHeight]);
+    };
+    await watermark.advance(tip(50, 180), blockAtBurn);
+    await watermark.advance({ ...tip(50, 180), anchorBurnHeight: 136 }, blockAtBurn);
+    expect(asked.at(-1)).toBe(136);
+    expect(watermark.finalStacksHeight({ ...tip(50, 180), anchorBurnHeight: 136 })).toBe(50);
+  });
+
   it.each([
     ['another burn block', canonicalAt(36, 131)],
     ['a block above the believed tip', canonicalAt(51, 130)],
