@@ -77,6 +77,12 @@ const JUMP_WALK_BLOCKS_PER_POLL = 32;
  * so a real one's poll is never held back.
  */
 export const PUSH_POLL_MIN_GAP_MS = 100;
+/**
+ * Longest an answer waits for the check of the block it names (verifyCanonical): a check that
+ * hangs must not hold a client's answer for the whole request deadline. Past it the answer is
+ * stored as `tip`; the check goes on, and what it records makes later answers final.
+ */
+const CHECK_WAIT_MS = 2_000;
 /** Checks of canonical blocks (verifyCanonical) in flight at once; beyond it answers stay `tip`. */
 const CHECKS_IN_FLIGHT = 64;
 /** A block hash as the upstream's block route takes it: nothing else (and no height but a whole number) goes into a check's path. */
@@ -463,19 +469,29 @@ export class ChainTipTracker {
    * block at that height is asked for instead. What it learns is recorded when canonical and at
    * or below the watermark (in height and burn height); the answer is then admitted again
    * against the record, which says whether it is final or contradicts the chain. At most two
-   * requests per block, one check per block at a time, at most CHECKS_IN_FLIGHT at once. Never
-   * throws: a block not checked leaves the answer `tip`.
+   * requests per block, one check per block at a time, at most CHECKS_IN_FLIGHT at once, waited
+   * for at most CHECK_WAIT_MS. Never throws: a block not checked (in time) leaves the answer `tip`.
    */
   verifyCanonical(block: BlockRef): Promise<void> {
     const key = block.blockHash.toLowerCase();
     const running = this.checks.get(key);
-    if (running) return running;
+    if (running) return this.atMostCheckWait(running);
     if (this.checks.size >= CHECKS_IN_FLIGHT) return Promise.resolve();
     const check = this.checkCanonical(block)
       .catch(() => undefined)
       .finally(() => this.checks.delete(key));
     this.checks.set(key, check);
-    return check;
+    return this.atMostCheckWait(check);
+  }
+
+  /** A check's end, or CHECK_WAIT_MS, whichever comes first: a slow check leaves the answer `tip`, and goes on for later ones. */
+  private atMostCheckWait(check: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CHECK_WAIT_MS);
+      timer.unref();
+    });
+    return Promise.race([check, waited]).finally(() => clearTimeout(timer));
   }
 
   private async checkCanonical({ height, blockHash }: BlockRef): Promise<void> {

@@ -155,7 +155,23 @@ describe('an answer whose position disagrees with the verified chain', () => {
   });
 });
 
-describe('a 304 for stored bytes the verified chain now contradicts', () => {
+describe('a check that hangs', () => {
+  it('holds the answer at most a moment: a deep transaction whose block check never answers is served as tip, not after the request deadline', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await proxyFor([upstream], { upstream: { maxAttempts: ATTEMPTS, retryBackoffMs: 1, failureThreshold: 100, requestDeadlineMs: 60_000 } });
+    const checks = upstream.hold(/^\/extended\/v2\/blocks\/0x/);
+    defer(() => checks.release());
+    const started = Date.now();
+    const tx = await fetchRaw(proxy.url + TX_PATH);
+    expect([tx.status, ...classOf(tx)]).toEqual([200, 'tip', REVALIDATE]);
+    // Not a speed figure: the request deadline is a minute, and the check never answers.
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(tx.body.equals((await fetchRaw(upstream.url + TX_PATH)).body)).toBe(true);
+    checks.release();
+  }, 40_000);
+});
+
+describe('a 304 for stored bytes the verified chain now disagrees with', () => {
   it('confirms nothing: the transaction is fetched again in full, and only the right bytes become final', async () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor([upstream]);
