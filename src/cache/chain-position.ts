@@ -10,7 +10,7 @@
  * (cache/admit.ts). Above the watermark a different block may be a reorg the tip poll has not
  * seen yet: that is only not final.
  */
-import type { BlockRef, CanonicalBlock, ChainView } from '../chain/view.js';
+import type { BlockRef, ChainView, RecordedBlock } from '../chain/view.js';
 
 /** The block an answer says its data sits in. */
 export interface Position {
@@ -37,7 +37,7 @@ const sameHash = (a: string | undefined, b: string | undefined): boolean | undef
   a === undefined || b === undefined ? undefined : a.toLowerCase() === b.toLowerCase();
 
 /** Whether the answer names the recorded block (undefined: no hash both carry). */
-function namesBlock(position: Position, known: CanonicalBlock): boolean | undefined {
+function namesBlock(position: Position, known: RecordedBlock): boolean | undefined {
   const byIndex = sameHash(position.indexBlockHash, known.indexBlockHash);
   const byHash = sameHash(position.blockHash, known.blockHash);
   if (byIndex === false || byHash === false) return false;
@@ -57,7 +57,8 @@ export function judgePosition(position: Position, chain: ChainView): PositionVer
   const finalBurn = chain.finalBurnHeight;
   const known = chain.canonical?.at(height);
   const named = known ? namesBlock(position, known) : undefined;
-  if (known && named === true && known.burnHeight !== burnHeight) {
+  // A believed tip whose own anchor is not read yet says nothing of where it is anchored.
+  if (known && named === true && known.burnHeight !== undefined && known.burnHeight !== burnHeight) {
     return contradiction('anchor_differs', `block ${height} is anchored at burn height ${known.burnHeight}, not ${burnHeight}`);
   }
   if (finalHeight === undefined || finalBurn === undefined) return NOT_FINAL;

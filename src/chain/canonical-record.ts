@@ -5,24 +5,28 @@
  * when the block it names is the one recorded at its height (cache/chain-position.ts). Bounded:
  * the oldest record goes first. After a reorg the records above the fork point belong to the dead branch.
  */
-import type { CanonicalBlock, CanonicalLookup } from './view.js';
+import type { CanonicalBlock, CanonicalLookup, RecordedBlock } from './view.js';
 
 /** Enough for the blocks a busy proxy serves final data of; a record is about 200 bytes. */
 const RECORDS_KEPT = 4096;
 
 export class CanonicalRecord implements CanonicalLookup {
-  private readonly blocks = new Map<number, CanonicalBlock>();
+  private readonly blocks = new Map<number, RecordedBlock>();
 
   constructor(private readonly limit = RECORDS_KEPT) {}
 
-  at(height: number): CanonicalBlock | undefined {
+  at(height: number): RecordedBlock | undefined {
     return this.blocks.get(height);
   }
 
-  remember(block: CanonicalBlock): void {
+  remember(block: RecordedBlock): void {
     const known = this.blocks.get(block.height);
-    // A block_hash learned later (a check) completes a record from a source without it (a tip poll).
-    const merged = known?.indexBlockHash === block.indexBlockHash ? { ...block, blockHash: block.blockHash ?? known.blockHash } : block;
+    // What is learned later (a check's block_hash, the tip's anchor) completes a record from a
+    // source without it (a tip poll), and a source without it does not erase it.
+    const merged =
+      known?.indexBlockHash === block.indexBlockHash
+        ? { ...block, blockHash: block.blockHash ?? known.blockHash, burnHeight: block.burnHeight ?? known.burnHeight }
+        : block;
     this.blocks.delete(block.height);
     this.blocks.set(block.height, merged);
     if (this.blocks.size > this.limit) this.blocks.delete(this.blocks.keys().next().value as number);

@@ -529,8 +529,10 @@ export class ChainTipTracker {
     const burnHeight = previous && !reorg ? Math.max(previous.burnHeight, next.burnHeight) : next.burnHeight;
     this.current = { ...next, burnHeight };
     this.history.remember(next.height, next.indexBlockHash);
-    // The status's burn height is the burn chain's tip, not where this block is anchored: the
-    // block goes into the canonical record once its own anchor is read (readAnchor).
+    // Recorded as the canonical block at its height (what learned freshness leans on), without
+    // an anchor: the status's burn height is the burn chain's tip, not where this block is
+    // anchored. readAnchor completes the record.
+    this.record.remember({ height: next.height, indexBlockHash: next.indexBlockHash, blockHash: next.blockHash });
     this.telemetry.tipChanged(this.current);
     for (const listener of this.tipListeners) {
       try {

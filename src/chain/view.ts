@@ -42,9 +42,16 @@ export interface BlockRef {
   blockHash: string;
 }
 
+/**
+ * A canonical block as the record holds it: a believed tip is recorded at once, before its own
+ * anchor is read (the status's burn height is the burn chain's tip, not the block's anchor), so
+ * its burnHeight may be missing for a moment, or for good when that read fails.
+ */
+export type RecordedBlock = Omit<CanonicalBlock, 'burnHeight'> & { burnHeight?: number };
+
 /** The verified canonical block at a height, if the proxy knows it (chain/canonical-record.ts). */
 export interface CanonicalLookup {
-  at(height: number): CanonicalBlock | undefined;
+  at(height: number): RecordedBlock | undefined;
 }
 
 /** What the proxy knows of the chain when it decides. */

@@ -25,6 +25,7 @@ export const GAUGE_AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   stacks_proxy_upstream_in_flight: 'sum',
   stacks_proxy_chain_tip_height: 'max',
   stacks_proxy_chain_tip_burn_height: 'max',
+  stacks_proxy_chain_tip_anchor_burn_height: 'max',
   stacks_proxy_chain_tip_age_seconds: 'min',
   stacks_proxy_upstream_ws_connections: 'sum',
   stacks_proxy_push_feed_believed: 'min',

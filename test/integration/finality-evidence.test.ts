@@ -160,7 +160,7 @@ describe('a check that hangs', () => {
     const upstream = await fakeUpstream();
     const proxy = await proxyFor([upstream], { upstream: { maxAttempts: ATTEMPTS, retryBackoffMs: 1, failureThreshold: 100, requestDeadlineMs: 60_000 } });
     const checks = upstream.hold(/^\/extended\/v2\/blocks\/0x/);
-    defer(() => checks.release());
+    defer(async () => checks.release());
     const started = Date.now();
     const tx = await fetchRaw(proxy.url + TX_PATH);
     expect([tx.status, ...classOf(tx)]).toEqual([200, 'tip', REVALIDATE]);

@@ -255,9 +255,11 @@ export class ActivityUpstream {
       }));
       return json(200, { limit, offset, total: block.txs.length, results }, `${block.indexBlockHash}:true`);
     }
-    match = /^\/extended\/v2\/blocks\/(\d+)$/.exec(path);
+    // By height, or by index block hash (the tracker reads the tip block's anchor there).
+    match = /^\/extended\/v2\/blocks\/(\d+|0x[0-9a-f]{64})$/.exec(path);
     if (match) {
-      const block = this.blocks[Number(match[1]) - 1];
+      const key = match[1] as string;
+      const block = key.startsWith('0x') ? this.blocks.find((b) => b.indexBlockHash === key) : this.blocks[Number(key) - 1];
       if (!block) return json(404, { error: 'block not found' });
       return json(200, {
         canonical: true,
