@@ -55,7 +55,7 @@ async function learn(
   shared?: SharedLearning,
   onTransactions?: (tip: TipRef, ids: unknown[]) => void,
 ) {
-  const activity = new PrincipalActivity({ maxPrincipals: 100, settleMs: 0, coinbaseWindowBlocks: 5 });
+  const activity = new PrincipalActivity({ maxPrincipals: 100, settleMs: 0, coinbaseWindowBlocks: 5, watchMs: 7_000 });
   const outcomes: string[] = [];
   const reasons: (string | undefined)[] = [];
   const telemetry = Object.assign(Object.create(noopTelemetry) as Telemetry, {

@@ -11,7 +11,8 @@ import { entry } from '../support/entries.js';
 
 const ALICE = 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7';
 const BOB = 'SP3FBR2AGK5H9QBDH3EEN6DF8EK8JY7RX8QJ5SVTE';
-const SETTINGS = { maxPrincipals: 100, settleMs: 1_000, coinbaseWindowBlocks: 5 };
+/** `watchMs`: long enough that the tests not about it never see the chain unwatched (those about it set their own). */
+const SETTINGS = { maxPrincipals: 100, settleMs: 1_000, coinbaseWindowBlocks: 5, watchMs: 1_000_000 };
 const TTL: TtlSettings = { tipSafetyMs: 60_000, mempoolMs: 2_000, staleWhileRevalidateMs: 2_000, retainExpiredMs: 300_000, learnedMaxMs: 120_000 };
 
 const block = (height: number, burnHeight = 500): TipRef => ({ height, indexBlockHash: `0xindex${height}`, burnHeight });
