@@ -176,6 +176,16 @@ export function followerPollIntervalMs(config: Config): number {
   return Math.max(config.live.push.crossCheckIntervalMs, config.chainTip.pollIntervalMs);
 }
 
+/**
+ * How long the believed tip may go without an answered tip poll showing it before learned
+ * freshness stops vouching (activity.ts `watchMs`): the longest interval a working tracker polls
+ * at in any mode (a believed push feed's cross-check, a worker follower's own poll, or
+ * chainTip.pollIntervalMs), plus the time one poll may take to answer.
+ */
+export function tipWatchMs(config: Config): number {
+  return followerPollIntervalMs(config) + config.chainTip.pollTimeoutMs;
+}
+
 function createStores(config: Config, telemetry: Telemetry, ttl: TtlSettings, clock: Clock) {
   const memory = new MemoryStore({
     maxBytes: memoryTierBytes(config),
@@ -294,8 +304,10 @@ function createActivity(
   const { tracker, upstream, redis, clock, telemetry, onTransactions, relayMempoolPoll, sharedLearning } = parts;
   // With several upstreams a lagging one (within upstream.maxLagBlocks) may answer a read.
   const single = config.upstream.urls.length === 1;
-  const activity = new PrincipalActivity({ ...settings, lagBlocks: single ? 0 : config.upstream.maxLagBlocks });
+  const activity = new PrincipalActivity({ ...settings, lagBlocks: single ? 0 : config.upstream.maxLagBlocks, watchMs: tipWatchMs(config) });
   tracker.attachActivity(activity);
+  // Each answered poll that shows the believed tip: the chain is watched (what learned freshness leans on).
+  tracker.onPolled((_origin, tip) => activity.tipPolled(tip.indexBlockHash, clock()));
   if (settings.learnBlocks) {
     const learner = new BlockLearner({
       source: upstream,

@@ -292,7 +292,7 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   if (sameTip && age < maxAge) return 'fresh';
   if (isRevalidatedBehind(entry, age, chain, ttl)) return 'revalidate-behind';
   // Rule (c): from an older tip, but no block since touched its principal.
-  if (activity && !sameTip && isLearnedFresh(entry, age, chain, activity, ttl)) return 'fresh';
+  if (activity && !sameTip && isLearnedFresh(entry, now, age, chain, activity, ttl)) return 'fresh';
   // Rule (d): past the mempool TTL, but the mempool watcher saw no change that could alter it.
   if (activity && entry.cls === 'mempool' && isWatchedFresh(entry, now, age, sameTip, chain, activity, ttl)) return 'fresh';
   // Only the mempool TTL is softened: after a new block a pending tx may be confirmed, so
@@ -333,17 +333,24 @@ export function changedByActivity(entry: CacheEntry, activity: ActivityView): bo
 /**
  * Rule (c), learned freshness: a `tip` entry about a principal, validated at an older tip that is
  * still the canonical block at its height, stays fresh while every block since was learned and
- * none touched the principal (nor a burn block, reorg or gap voided that knowledge), up to
- * `learnedMaxMs` of age.
+ * none touched the principal (nor a burn block, reorg or gap voided that knowledge), and the chain
+ * is still watched, up to `learnedMaxMs` of age.
  */
-function isLearnedFresh(entry: CacheEntry, age: number, chain: ChainView, activity: ActivityView, ttl: TtlSettings): boolean {
+function isLearnedFresh(entry: CacheEntry, now: number, age: number, chain: ChainView, activity: ActivityView, ttl: TtlSettings): boolean {
   if (entry.cls !== 'tip' || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
-  return isLearnedUnchanged(entry, chain, activity);
+  return isLearnedUnchanged(entry, now, chain, activity);
 }
 
-/** No block since the entry's tip touched its principal (and the tip is still the canonical block at its height). */
-function isLearnedUnchanged(entry: CacheEntry, chain: ChainView, activity: ActivityView): boolean {
+/**
+ * No block since the entry's tip touched its principal (and the tip is still the canonical block
+ * at its height). Only blocks the proxy read count: one it could not read voids the knowledge
+ * (activity.ts), and while the tip polls stop showing the believed tip (every upstream down)
+ * blocks may come unseen, so nothing is vouched for then either. A read that finds the entry
+ * not fresh asks the upstream, and with every upstream failing gets it as STALE (stale-if-error).
+ */
+function isLearnedUnchanged(entry: CacheEntry, now: number, chain: ChainView, activity: ActivityView): boolean {
   if (entry.principal === undefined || entry.tipHeight === undefined || entry.tipHash === undefined) return false;
+  if (!activity.isWatching(now)) return false;
   // An entry from a branch the chain left is not "unchanged" whatever the heights say.
   if (chain.canonical?.at(entry.tipHeight)?.indexBlockHash !== entry.tipHash) return false;
   return activity.unchangedSince(entry.principal, entry.tipHeight, entry.validatedAt, entry.movesWith);
@@ -361,7 +368,7 @@ function isLearnedUnchanged(entry: CacheEntry, chain: ChainView, activity: Activ
 function isWatchedFresh(entry: CacheEntry, now: number, age: number, sameTip: boolean, chain: ChainView, activity: ActivityView, ttl: TtlSettings): boolean {
   if (!activity.mempoolUnchangedSince || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
   if (entry.status !== 200 && entry.status !== 404) return false;
-  if (!sameTip && !isLearnedUnchanged(entry, chain, activity)) return false;
+  if (!sameTip && !isLearnedUnchanged(entry, now, chain, activity)) return false;
   const vouchedAt = activity.mempoolUnchangedSince(entry.principal, entry.validatedAt);
   return vouchedAt !== undefined && now - vouchedAt < ttl.mempoolMs;
 }

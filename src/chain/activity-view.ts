@@ -30,6 +30,13 @@ export interface ActivityView {
    */
   unchangedSince(principal: string, tipHeight: number, at: number, movesWith?: MovesWith): boolean;
   /**
+   * Whether the chain is watched at `now`: a tip poll showed the believed tip recently enough
+   * that no block can have come unseen. `unchangedSince` speaks only of the blocks up to the
+   * believed tip; when the polls stop answering (every upstream down), blocks may come that the
+   * proxy never saw, let alone read, and those are unknown, not "unchanged".
+   */
+  isWatching(now: number): boolean;
+  /**
    * The mempool watcher's word (chain/mempool-watcher.ts): undefined unless every poll since `at`
    * compared the upstream's mempool with the one before and none saw a change naming `principal`
    * (undefined principal: no change at all); else when the latest poll started (ms), which the

@@ -20,6 +20,9 @@
  *     learned before it. A burn block voids only what was learned about principals' state (PoX
  *     unlocks change balances without a transaction): answers that move with a principal's
  *     transactions alone (`movesWith: 'transactions'`: its nonces, its pending list) keep it.
+ *     Blocks are seen only through the tracker's tip polls: while no poll showed the believed tip
+ *     for `watchMs` (every upstream down, or no longer polled), blocks may have come that nobody
+ *     read, so nothing counts as unchanged (`isWatching`): what is not known is not "unchanged".
  *
  * Bounded memory: at most `maxPrincipals` principals are remembered, the least recently touched
  * evicted first. An evicted principal leaves its marks on two watermarks (latest change, highest
@@ -39,6 +42,13 @@ export interface ActivitySettings {
   settleMs: number;
   /** Blocks for which a principal a coinbase names counts as touched by every block (matured rewards). */
   coinbaseWindowBlocks: number;
+  /**
+   * How long the believed tip may go without a tip poll showing it before the chain counts as
+   * not watched (ms): the longest a working tracker goes between two answered polls. Blocks are
+   * seen only through those polls, so past it blocks may have come that the proxy never saw, and
+   * nothing is vouched for as unchanged (`isWatching`).
+   */
+  watchMs: number;
   /**
    * How many blocks behind the believed tip an answer may be (0 with one upstream, whose answers
    * follow the tip it reported; upstream.maxLagBlocks with several, as a lagging one may answer):
@@ -121,6 +131,8 @@ export class PrincipalActivity implements ActivityView {
    */
   private stateLearnedFrom = Number.NEGATIVE_INFINITY;
   private stateVoidedAt = Number.NEGATIVE_INFINITY;
+  /** When a tip poll last showed the believed tip (ms): what came after it is not seen yet. */
+  private tipSeenAt = Number.NEGATIVE_INFINITY;
   /** Counts voids: an answer about a block from before the latest void is ignored. */
   private epoch = 0;
   /** Blocks of this epoch whose touches are not known yet (by height). */
@@ -212,6 +224,7 @@ export class PrincipalActivity implements ActivityView {
   tipChanged(next: TipRef, reorg: boolean, at: number): TipOutcome {
     const previous = this.tip;
     this.tip = next;
+    this.tipSeenAt = at;
     for (const [principal, until] of this.coinbaseUntil) if (until < next.height) this.coinbaseUntil.delete(principal);
     const why = this.voidReason(previous, next, reorg);
     if (why) {
@@ -242,6 +255,19 @@ export class PrincipalActivity implements ActivityView {
     this.pending.clear();
     this.learnedFrom = height;
     this.voidedAt = at;
+  }
+
+  /**
+   * A tip poll answered at `at` with this block as that upstream's tip (the tracker's onPolled, a
+   * 304 included). Only the believed tip counts: an upstream behind it, or one ahead whose tip is
+   * not believed (yet), says nothing about whether blocks came on top of the believed one.
+   */
+  tipPolled(indexBlockHash: string, at: number): void {
+    if (this.tip?.indexBlockHash === indexBlockHash) this.tipSeenAt = Math.max(this.tipSeenAt, at);
+  }
+
+  isWatching(now: number): boolean {
+    return now - this.tipSeenAt <= this.settings.watchMs;
   }
 
   /** What the learner found for a block tipChanged asked for. */

@@ -12,7 +12,8 @@
  *      for 20 transactions at a time (at most `learnerMaxEventRequests` requests).
  * A block whose transactions have no events costs one request. Anything not read in full (a page or event
  * list cut by a cap, an error, an answer about another block, a transaction with more events
- * than one answer carries, no transactions at all: the upstream's answer for a block no longer
+ * than one answer carries or without its event_count, JSON nested deeper than the principal scan
+ * goes, no transactions at all: the upstream's answer for a block no longer
  * canonical) makes the block's touches unknown: the registry then voids all it
  * learned. Learning restarts on its own at the next tip. Every request is counted
  * (telemetry.activityUpstreamRequest) and sent to the upstream that gave the tip.
@@ -159,7 +160,7 @@ export class BlockLearner {
     const principals = new Set<string>();
     const coinbase = new Set<string>();
     for (const tx of txs) {
-      collectPrincipals(tx, principals);
+      if (!collectPrincipals(tx, principals)) throw new Unknown(`transaction ${String(tx.tx_id)} nests deeper than the learner reads`);
       for (const recipient of coinbaseRecipients(tx)) coinbase.add(recipient);
     }
     await this.events(txs, origin, principals);
@@ -177,6 +178,8 @@ export class BlockLearner {
       if (typeof answer?.total !== 'number' || !Array.isArray(results)) throw new Unknown(`${path}: not a page of transactions`);
       for (const tx of results as TxJson[]) {
         if (tx?.canonical !== true || tx.block_height !== tip.height) throw new Unknown(`${path}: a transaction not in block ${tip.height}`);
+        // Without its count, whether a transaction has events (where balances move) is not known: not "none".
+        if (!Number.isSafeInteger(tx.event_count) || (tx.event_count as number) < 0) throw new Unknown(`${path}: a transaction without its event_count`);
         txs.push(tx);
       }
       // Every block holds a transaction (a coinbase or tenure change at least): an empty answer is
@@ -189,7 +192,7 @@ export class BlockLearner {
 
   /** The principals the events of the block's transactions name (tx/multiple carries them inline). */
   private async events(txs: readonly TxJson[], origin: string, into: Set<string>): Promise<void> {
-    const withEvents = txs.filter((tx) => typeof tx.event_count === 'number' && tx.event_count > 0);
+    const withEvents = txs.filter((tx) => (tx.event_count as number) > 0);
     if (withEvents.length === 0) return;
     const requests = Math.ceil(withEvents.length / TXS_PER_EVENT_REQUEST);
     if (requests > this.deps.settings.maxEventRequests)
@@ -206,7 +209,7 @@ export class BlockLearner {
         const member = answer?.[ids[n] as string] as { found?: unknown; result?: TxJson } | undefined;
         const events = member?.found === true ? member.result?.events : undefined;
         if (!Array.isArray(events) || events.length < (tx.event_count as number)) throw new Unknown(`events of ${ids[n]} not read in full`);
-        collectPrincipals(events, into);
+        if (!collectPrincipals(events, into)) throw new Unknown(`events of ${ids[n]} nest deeper than the learner reads`);
       });
     }
   }

@@ -25,18 +25,27 @@ function scanString(text: string, into: Set<string>): void {
   }
 }
 
-/** Adds to `into` every principal `value` (parsed JSON) names. */
-export function collectPrincipals(value: unknown, into: Set<string>, depth = 0): void {
-  if (typeof value === 'string') return scanString(value, into);
-  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return;
+/**
+ * Adds to `into` every principal `value` (parsed JSON) names. False when part of it lies deeper
+ * than the walk goes (MAX_DEPTH): what that part names is not known, so `into` may miss some.
+ */
+export function collectPrincipals(value: unknown, into: Set<string>, depth = 0): boolean {
+  if (typeof value === 'string') {
+    scanString(value, into);
+    return true;
+  }
+  if (value === null || typeof value !== 'object') return true;
+  if (depth > MAX_DEPTH) return false;
+  let complete = true;
   if (Array.isArray(value)) {
-    for (const item of value) collectPrincipals(item, into, depth + 1);
-    return;
+    for (const item of value) complete = collectPrincipals(item, into, depth + 1) && complete;
+    return complete;
   }
   const record = value as Record<string, unknown>;
   // A post-condition principal names a contract in two fields.
   if (typeof record.address === 'string' && typeof record.contract_name === 'string') scanString(`${record.address}.${record.contract_name}`, into);
-  for (const child of Object.values(record)) collectPrincipals(child, into, depth + 1);
+  for (const child of Object.values(record)) complete = collectPrincipals(child, into, depth + 1) && complete;
+  return complete;
 }
 
 /** The principals a coinbase credits later (matured miner rewards): its sender and its alternative recipient. */

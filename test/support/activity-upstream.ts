@@ -6,9 +6,11 @@
  *     Stacks blocks per burn block (Nakamoto), burn blocks, reorgs;
  *   - a block's transactions (`/extended/v2/blocks/:index_block_hash/transactions`, pages) and
  *     their events (`/extended/v1/tx/multiple?tx_id=…&event_limit=…`);
- *   - per principal: `/extended/v1/address/:p/stx` (principal_mempool ETag: moves with its confirmed
- *     and pending activity) and `/extended/v1/address/:p/transactions` (principal ETag: confirmed
- *     activity), whose bodies carry the principal's counters, so a stale answer is visible;
+ *   - per principal: `/extended/v1/address/:p/stx` and `/extended/v1/address/:p/nonces`
+ *     (principal_mempool ETag: move with its confirmed and pending activity),
+ *     `/extended/v1/address/:p/transactions` (principal ETag: confirmed activity) and the node's
+ *     `/v2/accounts/:p` (no ETag: its confirmed balance and nonce), whose bodies carry the
+ *     principal's counters, so a stale answer is visible;
  *   - `/extended/v1/tx/mempool` (also `?address=`: that principal's pending list; the global
  *     mempool ETag either way), as the mempool watcher and wallets read it;
  *   - `POST /v2/transactions`: decodes the transaction (JSON `{tx}` or raw bytes) with
@@ -59,6 +61,10 @@ export class ActivityUpstream {
   private readonly mempool: { tx_id: string; tx_status: string; tx_type: string; sender_address: string; token_transfer: { recipient_address: string } }[] = [];
   /** Paths (regex on the url) answered 500 while set. */
   failing: RegExp | undefined;
+  /** Paths answered 404 (the upstream's answer for a block it does not hold) while set. */
+  missing: RegExp | undefined;
+  /** Paths never answered while set (a hung upstream: the client's deadline ends the request). */
+  hanging: RegExp | undefined;
   /** Called with each request's url before it is answered (a test's way to change state between two requests). */
   beforeAnswer: ((url: string) => void) | undefined;
   /** Broadcasts the codec cannot read are accepted too (as a node of a newer epoch might). */
@@ -211,7 +217,9 @@ export class ActivityUpstream {
         res.end(text);
       });
     };
+    if (this.hanging?.test(url)) return; // close() destroys the socket
     if (this.failing?.test(url)) return json(500, { error: 'failing on purpose' });
+    if (this.missing?.test(url)) return json(404, { error: 'not found on purpose' });
     this.beforeAnswer?.(url);
     if (req.method === 'POST' && path === '/v2/transactions') {
       this.lastBroadcast = body;
@@ -289,13 +297,34 @@ export class ActivityUpstream {
       }
       return json(200, answer);
     }
-    match = /^\/extended\/v1\/address\/([^/]+)\/(stx|transactions)$/.exec(path);
+    match = /^\/v2\/accounts\/([^/]+)$/.exec(path);
+    if (match) {
+      const state = this.state(match[1] as string);
+      const hex = (n: number) => `0x${n.toString(16).padStart(32, '0')}`;
+      return json(200, { balance: hex(1000 - state.confirmed), locked: hex(0), unlock_height: 0, nonce: state.confirmed, balance_proof: '', nonce_proof: '' });
+    }
+    match = /^\/extended\/v1\/address\/([^/]+)\/(stx|transactions|nonces)$/.exec(path);
     if (match) {
       const principal = match[1] as string;
       const state = this.state(principal);
       if (match[2] === 'stx') {
         const etag = sha(`${principal}:${state.confirmed}:${state.pending}`);
         return json(200, { balance: String(1000 - state.confirmed), locked: '0', confirmed_txs: state.confirmed, pending_txs: state.pending }, etag);
+      }
+      if (match[2] === 'nonces') {
+        const etag = sha(`${principal}:${state.confirmed}:${state.pending}`);
+        const next = state.confirmed + state.pending;
+        return json(
+          200,
+          {
+            last_mempool_tx_nonce: state.pending > 0 ? next - 1 : null,
+            last_executed_tx_nonce: state.confirmed > 0 ? state.confirmed - 1 : null,
+            possible_next_nonce: next,
+            detected_missing_nonces: [],
+            detected_mempool_nonces: [],
+          },
+          etag,
+        );
       }
       return json(
         200,

@@ -23,8 +23,8 @@ function pair(now: () => number) {
       clock: now,
       telemetry: noopTelemetry,
     });
-  const senderActivity = new PrincipalActivity({ maxPrincipals: 1_000, settleMs: 0, coinbaseWindowBlocks: 0 });
-  const receiverActivity = new PrincipalActivity({ maxPrincipals: 1_000, settleMs: 0, coinbaseWindowBlocks: 0 });
+  const senderActivity = new PrincipalActivity({ maxPrincipals: 1_000, settleMs: 0, coinbaseWindowBlocks: 0, watchMs: 7_000 });
+  const receiverActivity = new PrincipalActivity({ maxPrincipals: 1_000, settleMs: 0, coinbaseWindowBlocks: 0, watchMs: 7_000 });
   return { messages, sender: make(senderActivity), receiver: make(receiverActivity), receiverActivity };
 }
 

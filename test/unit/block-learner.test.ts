@@ -26,6 +26,9 @@ const tx = (id: number, fields: Tx = {}): Tx => ({
   ...fields,
 });
 
+/** `value` inside `levels` nested objects. */
+const nested = (levels: number, value: unknown): unknown => (levels === 0 ? value : { inner: nested(levels - 1, value) });
+
 /** Answers the learner's two routes from a block's transactions and their events; records the paths asked. */
 function sourceFor(txs: Tx[], events: Record<string, unknown[]> = {}, status = 200): LearnSource & { paths: string[] } {
   const paths: string[] = [];
@@ -55,7 +58,7 @@ async function learn(
   shared?: SharedLearning,
   onTransactions?: (tip: TipRef, ids: unknown[]) => void,
 ) {
-  const activity = new PrincipalActivity({ maxPrincipals: 100, settleMs: 0, coinbaseWindowBlocks: 5 });
+  const activity = new PrincipalActivity({ maxPrincipals: 100, settleMs: 0, coinbaseWindowBlocks: 5, watchMs: 7_000 });
   const outcomes: string[] = [];
   const reasons: (string | undefined)[] = [];
   const telemetry = Object.assign(Object.create(noopTelemetry) as Telemetry, {
@@ -89,6 +92,15 @@ describe('BlockLearner', () => {
     ['a transaction of another block', sourceFor([tx(1, { block_height: 12 })]), /not in block 11/],
     ['fewer events than the transaction counts', sourceFor([tx(1, { event_count: 2 })], { [hash(1001)]: [{}] }), /not read in full/],
     ['more pages than allowed', sourceFor(Array.from({ length: 51 }, (_, i) => tx(i, { sender_address: BOB }))), /more than 1 pages/],
+    // Unknown is not "none": without event_count the events (where balances move) were never asked for.
+    ['a transaction without its event_count', sourceFor([tx(1, { sender_address: BOB, event_count: undefined })]), /without its event_count/],
+    ['a transaction whose event_count is not a count', sourceFor([tx(1, { sender_address: BOB, event_count: '1' })]), /without its event_count/],
+    ['a transaction nested deeper than the scan reads', sourceFor([tx(1, { sender_address: BOB, deep: nested(40, CAROL) })]), /nests deeper/],
+    [
+      'events nested deeper than the scan reads',
+      sourceFor([tx(1, { sender_address: BOB, event_count: 1 })], { [hash(1001)]: [nested(40, CAROL)] }),
+      /nest deeper/,
+    ],
   ])('learns nothing from %s: the block is unknown', async (_what, source, why) => {
     const settings = { maxTxPages: 1, maxEventRequests: 25 };
     const learned = await learn(source, settings);

@@ -11,7 +11,8 @@ import { entry } from '../support/entries.js';
 
 const ALICE = 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7';
 const BOB = 'SP3FBR2AGK5H9QBDH3EEN6DF8EK8JY7RX8QJ5SVTE';
-const SETTINGS = { maxPrincipals: 100, settleMs: 1_000, coinbaseWindowBlocks: 5 };
+/** `watchMs`: long enough that the tests not about it never see the chain unwatched (those about it set their own). */
+const SETTINGS = { maxPrincipals: 100, settleMs: 1_000, coinbaseWindowBlocks: 5, watchMs: 1_000_000 };
 const TTL: TtlSettings = { tipSafetyMs: 60_000, mempoolMs: 2_000, staleWhileRevalidateMs: 2_000, retainExpiredMs: 300_000, learnedMaxMs: 120_000 };
 
 const block = (height: number, burnHeight = 500): TipRef => ({ height, indexBlockHash: `0xindex${height}`, burnHeight });
@@ -154,6 +155,103 @@ describe('PrincipalActivity: blocks', () => {
     expect(activity.unchangedSince(ALICE, 10, 1_500)).toBe(false);
     expect(activity.unchangedSince('SPNEVERSEEN', 10, 1_500)).toBe(false);
     expect(activity.unchangedSince('SPNEVERSEEN', 11, 1_500)).toBe(true);
+  });
+});
+
+describe('PrincipalActivity: blocks it never saw (the chain watched or not)', () => {
+  const WATCHED = { ...SETTINGS, watchMs: 7_000 };
+
+  it('is watching only while a tip poll showed the believed tip within watchMs', () => {
+    const activity = new PrincipalActivity(WATCHED);
+    expect(activity.isWatching(1_000)).toBe(false); // no tip yet
+    activity.tipChanged(block(10), false, 1_000);
+    expect(activity.isWatching(8_000)).toBe(true);
+    expect(activity.isWatching(8_001)).toBe(false);
+    activity.tipPolled('0xindex10', 5_000); // a poll (a 304 too) showing the believed tip
+    expect(activity.isWatching(12_000)).toBe(true);
+    expect(activity.isWatching(12_001)).toBe(false);
+  });
+
+  it('a poll showing another tip (an upstream behind, or one ahead not believed yet) does not say the chain was watched', () => {
+    const activity = new PrincipalActivity(WATCHED);
+    activity.tipChanged(block(10), false, 1_000);
+    activity.tipPolled('0xindex9', 5_000);
+    activity.tipPolled('0xindex15', 5_000);
+    expect(activity.isWatching(8_001)).toBe(false);
+    // A poll answered late does not move the watch back.
+    activity.tipPolled('0xindex10', 6_000);
+    activity.tipPolled('0xindex10', 2_000);
+    expect(activity.isWatching(13_000)).toBe(true);
+  });
+
+  it('rule (c): an entry no learned block touched is not fresh once the chain is not watched, and comes back when a poll shows the tip', () => {
+    const activity = new PrincipalActivity(WATCHED);
+    activity.tipChanged(block(10), false, 1_000);
+    const at11 = activity.tipChanged(block(11), false, 1_011);
+    if (at11.kind !== 'learn') throw new Error('expected learn');
+    activity.blockLearned(block(11), at11.epoch, nothing, 1_012);
+    const canonical = new CanonicalRecord();
+    for (let h = 10; h <= 11; h++) canonical.remember({ height: h, burnHeight: 500, indexBlockHash: `0xindex${h}` });
+    const chain: ChainView = { tipHash: '0xindex11', tipHeight: 11, burnHeight: 500, canonical, reorgs: [], activity };
+    const history = entry('{}', { tipHash: '0xindex10', tipHeight: 10, principal: ALICE, validatedAt: 1_005, upstreamEtag: '"h"' });
+    expect(evaluate(history, 8_000, chain, TTL)).toBe('fresh');
+    // Nothing showed the tip for watchMs (every upstream down): blocks may have come unseen.
+    expect(evaluate(history, 8_012, chain, TTL)).toBe('revalidate');
+    expect(evaluate({ ...history, upstreamEtag: undefined }, 8_012, chain, TTL)).toBe('refetch');
+    // It may still stand in for a failing upstream (stale-if-error), as any expired entry.
+    expect(isUsableWhenFailing(history, 8_012, chain, TTL, { staleIfErrorMs: 300_000, staleIfErrorMaxBlocks: 3 })).toBe(true);
+    activity.tipPolled('0xindex11', 9_000);
+    expect(evaluate(history, 9_500, chain, TTL)).toBe('fresh');
+  });
+
+  it('rule (d) across a tip leans on the same question', () => {
+    const activity = new PrincipalActivity(WATCHED);
+    activity.tipChanged(block(10), false, 1_000);
+    const at11 = activity.tipChanged(block(11), false, 1_011);
+    if (at11.kind !== 'learn') throw new Error('expected learn');
+    activity.blockLearned(block(11), at11.epoch, nothing, 1_012);
+    activity.mempoolPolled({ kind: 'unknown', startedAt: 1_000, endedAt: 1_001 });
+    activity.mempoolPolled({ kind: 'unchanged', startedAt: 8_500, endedAt: 8_510 });
+    const canonical = new CanonicalRecord();
+    for (let h = 10; h <= 11; h++) canonical.remember({ height: h, burnHeight: 500, indexBlockHash: `0xindex${h}` });
+    const chain: ChainView = { tipHash: '0xindex11', tipHeight: 11, burnHeight: 500, canonical, reorgs: [], activity };
+    const nonces = entry('{}', {
+      cls: 'mempool',
+      tipHash: '0xindex10',
+      tipHeight: 10,
+      principal: ALICE,
+      movesWith: 'transactions',
+      validatedAt: 2_000,
+      upstreamEtag: '"n"',
+    });
+    // The watcher polled lately and saw no change, but nothing showed the tip for watchMs.
+    expect(evaluate(nonces, 9_000, chain, TTL)).toBe('revalidate');
+    activity.tipPolled('0xindex11', 8_600);
+    expect(evaluate(nonces, 9_000, chain, TTL)).toBe('fresh');
+  });
+});
+
+describe("PrincipalActivity: the burn height a tip poll reports (the burn chain's tip, not the block's anchor)", () => {
+  it('a reported burn height that rises between two blocks of one tenure voids state learning (conservative), not transactions learning', () => {
+    // The status' burn height moved on with a burn block before the tenure's next Stacks block.
+    const activity = learnedThrough(12);
+    const next = activity.tipChanged(block(13, 501), false, 5_000);
+    expect(next).toMatchObject({ kind: 'learn', burnBlock: true });
+    if (next.kind === 'learn') activity.blockLearned(block(13, 501), next.epoch, nothing, 5_001);
+    expect(activity.unchangedSince(ALICE, 11, 1_500)).toBe(false);
+    expect(activity.unchangedSince(ALICE, 11, 1_500, 'transactions')).toBe(true);
+  });
+
+  it("a reported burn height lower than the previous tip's (another upstream's burn view) voids state learning too", () => {
+    const activity = learnedThrough(12);
+    expect(activity.tipChanged(block(13, 499), false, 5_000)).toMatchObject({ kind: 'learn', burnBlock: true });
+  });
+
+  it('the same block reported again with another burn height is no new block: learning restarts there, nothing is vouched for from before', () => {
+    const activity = learnedThrough(12);
+    expect(activity.tipChanged(block(12, 501), false, 5_000)).toEqual({ kind: 'void', why: 'same_height' });
+    expect(activity.unchangedSince(ALICE, 11, 1_500)).toBe(false);
+    expect(activity.unchangedSince(ALICE, 11, 1_500, 'transactions')).toBe(false);
   });
 });
 
