@@ -444,6 +444,21 @@ describe('fake upstream with a burn chain of its own (upstream-contract §5)', (
     });
   });
 
+  it('a tx a reorg moved is named in its new block by the replayed bodies that embed it (with_transfers, address lists); untouched before', async () => {
+    const lastRecorded = await getJson<{ txs: string[] }>(upstream(), `/extended/v1/block/by_burn_block_height/${RECORDED.tipBurnHeight}`);
+    const txId = lastRecorded.txs[0] ?? '';
+    const withTransfers = `/extended/v1/address/${RECORDED.principal}/${txId}/with_transfers`;
+    const recorded = findRecording(withTransfers);
+    expect(recorded?.status).toBe(200);
+    expect((await get(upstream(), withTransfers)).body).toBe(recorded?.body);
+    upstream().reorg(1);
+    const moved = await getJson(upstream(), `/extended/v1/tx/${txId}`);
+    const relocated = await getJson<{ tx: Record<string, unknown> }>(upstream(), withTransfers);
+    expect(relocated.tx).toMatchObject({ block_hash: moved.block_hash, block_height: RECORDED.tipHeight, burn_block_height: moved.burn_block_height });
+    expect(Object.keys(relocated.tx)).toEqual(Object.keys((JSON.parse(recorded?.body ?? '{}') as { tx: object }).tx));
+    expect(relocated.tx.block_hash).not.toBe(RECORDED.tipBlockHash);
+  });
+
   it('jumpTip reports the burn tip (not the anchor) plus the jump', async () => {
     const before = upstream().tip();
     upstream().advanceBurn(4);

@@ -75,6 +75,8 @@ export class FakeChain {
   /** Since the start, per principal: new txs involving it that were mined and that entered the mempool. */
   private readonly activity = new Map<string, { mined: number; pending: number }>();
   private reorgs = 0;
+  /** Recorded txs a reorg re-mined into another block: replayed bodies that embed them are relocated (relocate.ts). */
+  private readonly moved = new Set<string>();
   private readonly listeners: ((event: ChainEvent) => void)[] = [];
 
   constructor(principalEtags: PrincipalEtags = 'every-block') {
@@ -143,6 +145,11 @@ export class FakeChain {
   highestAtBurnHeight(burnHeight: number): ChainBlock | undefined {
     const byRank = (a: ChainBlock, b: ChainBlock) => Number(b.block.canonical) - Number(a.block.canonical) || b.block.height - a.block.height;
     return [...this.canonical, ...this.orphaned].filter(({ block }) => block.burn_block_height === burnHeight).sort(byRank)[0];
+  }
+
+  /** The ids of txs a reorg moved to another block since the start. */
+  movedTxIds(): string[] {
+    return [...this.moved];
   }
 
   findTx(txId: string): ChainTx | undefined {
@@ -329,6 +336,7 @@ export class FakeChain {
   private mine(txId: string, block: NakamotoBlock, parent: NakamotoBlock): void {
     const tx = this.findTx(txId);
     if (!tx) throw new Error(`unknown tx ${txId}`);
+    if (tx.blockIndexHash !== undefined) this.moved.add(String(tx.body.tx_id));
     tx.body =
       tx.blockIndexHash === undefined
         ? minedTokenTransfer(tx.body, block, parent)
