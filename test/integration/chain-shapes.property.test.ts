@@ -34,6 +34,8 @@ const RUNS = Number(process.env.CHAIN_SHAPES_RUNS ?? 10);
 const SHRINK = process.env.CHAIN_SHAPES_SHRINK === '1';
 /** Polls the proxy is given to believe a new tip (a jump past maxJumpBlocks is walked, 32 blocks a poll). */
 const POLLS_TO_FOLLOW = 4;
+/** The proxy's log message when a breaker opens (src/telemetry/prometheus-telemetry.ts). */
+const BREAKER_OPENED = 'upstream circuit breaker opened';
 
 type ChainOp =
   | { kind: 'same-tenure'; blocks: number }
@@ -133,7 +135,8 @@ class Run {
 
   static async start(): Promise<Run> {
     const upstream = await startFakeUpstream();
-    // Only the lines naming a contradiction are kept: a failure quotes the proxy's reason (logged at debug).
+    // Only the lines naming a contradiction (logged at debug: a failure quotes the proxy's reason)
+    // and the breaker's opening (it may close again before the metric is read).
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -141,7 +144,7 @@ class Run {
           ...chunk
             .toString()
             .split('\n')
-            .filter((line) => line.includes('contradicts')),
+            .filter((line) => line.includes('contradicts') || line.includes(BREAKER_OPENED)),
         );
         done();
       },
@@ -259,10 +262,12 @@ class Run {
     for (const kind of reads) {
       for (const path of await this.pathsOf(kind)) await this.read(step, path, tipHash);
     }
-    if ((await metricValue(this.proxy, 'stacks_proxy_upstream_breaker_open')) !== 0) {
+    const logged = this.logLines.splice(0);
+    const opened = logged.some((line) => line.includes(BREAKER_OPENED));
+    if (opened || (await metricValue(this.proxy, 'stacks_proxy_upstream_breaker_open')) !== 0) {
       this.violate('breaker-closed', step, '-', 'the circuit breaker of the only (honest) upstream opened');
     }
-    this.contradictions.push(...this.logLines.splice(0));
+    this.contradictions.push(...logged.filter((line) => line.includes('contradicts')));
   }
 
   private async read(step: number, path: string, tipHash: string): Promise<void> {
