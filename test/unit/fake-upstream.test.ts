@@ -1,4 +1,4 @@
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach } from 'vitest';
 import WebSocket from 'ws';
 import { RECORDED, startFakeUpstream, findRecording, loadRecordings, recordingsMatching, type FakeUpstream } from '../../testkit/index.js';
 
@@ -29,6 +29,21 @@ async function etagOf(up: FakeUpstream, path: string): Promise<string | null> {
 function laterMempoolEtag(etag: string | null, seconds: number): string {
   const [whole = '', micros = ''] = (etag ?? '').replace(/"/g, '').split('.');
   return `"${Number(whole) + seconds}.${micros}"`;
+}
+
+/** A new fake for every test (at the recorded state). */
+function useFreshFakeUpstream(): () => FakeUpstream {
+  let up: FakeUpstream | undefined;
+  beforeEach(async () => {
+    up = await startFakeUpstream();
+  });
+  afterEach(async () => {
+    await up?.close();
+  });
+  return () => {
+    if (!up) throw new Error('fake upstream not started');
+    return up;
+  };
 }
 
 function useFakeUpstream(): () => FakeUpstream {
@@ -329,6 +344,128 @@ describe('fake upstream simulating time', () => {
     const next = await etagOf(upstream(), '/extended/v1/tx/mempool/stats');
     expect(next).toMatch(/^"\d+\.\d{6}"$/);
     expect(next).toBe(laterMempoolEtag(mempool, 1));
+  });
+});
+
+describe('fake upstream with a burn chain of its own (upstream-contract §5)', () => {
+  const upstream = useFreshFakeUpstream();
+  const statusTip = async (headers: Record<string, string> = {}) => get(upstream(), '/extended', headers);
+  const burnTipOf = async () => (JSON.parse((await statusTip()).body) as { chain_tip: { burn_block_height: number } }).chain_tip.burn_block_height;
+  const byBurn = (height: number) => get(upstream(), `/extended/v1/block/by_burn_block_height/${height}`);
+
+  it('advanceBurn moves the burn tip alone: /extended and /v2/info say it, the ETag and the tip block stay, by_burn_block_height answers 404', async () => {
+    const before = upstream().tip();
+    const latestBefore = await get(upstream(), '/extended/v2/blocks/latest');
+    upstream().advanceBurn(3);
+    const tip = upstream().tip();
+    expect(tip).toEqual({ ...before, burn_tip_height: before.burn_block_height + 3 });
+    expect(await burnTipOf()).toBe(before.burn_block_height + 3);
+    expect((await getJson(upstream(), '/v2/info')).burn_block_height).toBe(before.burn_block_height + 3);
+    // The status ETag is the tip's index_block_hash only: a conditional poll cannot see it (#2664).
+    expect((await statusTip({ 'if-none-match': `"${before.index_block_hash}"` })).status).toBe(304);
+    expect((await get(upstream(), '/extended/v2/blocks/latest')).body).toBe(latestBefore.body);
+    for (let h = before.burn_block_height + 1; h <= before.burn_block_height + 3; h++) expect((await byBurn(h)).status).toBe(404);
+    expect((await byBurn(before.burn_block_height)).status).toBe(200);
+  });
+
+  it('a burn block announced before its tenure: the next block opens the tenure in it, and the two heights meet again', async () => {
+    const before = upstream().tip();
+    upstream().advanceBurn(1);
+    expect(upstream().tip()).toMatchObject({ burn_block_height: before.burn_block_height, burn_tip_height: before.burn_block_height + 1 });
+    upstream().advanceTip();
+    const block = await getJson(upstream(), '/extended/v2/blocks/latest');
+    const parent = await getJson(upstream(), `/extended/v2/blocks/${before.height}`);
+    expect(block).toMatchObject({
+      height: before.height + 1,
+      burn_block_height: before.burn_block_height + 1,
+      tenure_height: Number(parent.tenure_height) + 1,
+    });
+    expect(block.burn_block_hash).not.toBe(parent.burn_block_hash);
+    expect(await burnTipOf()).toBe(before.burn_block_height + 1);
+    expect(await getJson(upstream(), `/extended/v1/block/by_burn_block_height/${before.burn_block_height + 1}`)).toMatchObject({ height: before.height + 1 });
+    // After a stall of several burn blocks the new tenure is anchored in the newest one.
+    upstream().advanceBurn(5);
+    upstream().advanceTip();
+    expect(upstream().tip()).toMatchObject({ burn_block_height: before.burn_block_height + 6, burn_tip_height: before.burn_block_height + 6 });
+    expect((await byBurn(before.burn_block_height + 3)).status).toBe(404);
+  });
+
+  it("blocks in the tip's tenure share its burn block and tenure_height; by_burn_block_height answers the highest", async () => {
+    upstream().advanceTip();
+    const first = await getJson(upstream(), '/extended/v2/blocks/latest');
+    upstream().advanceTip(2, { tenure: 'same' });
+    const tip = upstream().tip();
+    expect(tip).toMatchObject({ height: Number(first.height) + 2, burn_block_height: first.burn_block_height, burn_tip_height: first.burn_block_height });
+    const last = await getJson(upstream(), '/extended/v2/blocks/latest');
+    for (const key of ['burn_block_height', 'burn_block_hash', 'burn_block_time', 'tenure_height']) expect(last[key]).toBe(first[key]);
+    expect(await getJson(upstream(), `/extended/v1/block/by_burn_block_height/${tip.burn_block_height}`)).toMatchObject({
+      height: tip.height,
+      canonical: true,
+    });
+    // A new tenure after them: a new burn block.
+    upstream().advanceTip();
+    expect(upstream().tip()).toMatchObject({ height: tip.height + 1, burn_block_height: tip.burn_block_height + 1 });
+  });
+
+  it('mineOrphan: a lost block at a new burn height, seen only by by_burn_block_height; the tip stays and the next tenure is one burn block higher', async () => {
+    const before = upstream().tip();
+    const orphan = upstream().mineOrphan();
+    expect(orphan).toMatchObject({ height: before.height + 1, burn_block_height: before.burn_block_height + 1 });
+    expect(upstream().tip()).toEqual({ ...before, burn_tip_height: before.burn_block_height + 1 });
+    expect((await statusTip({ 'if-none-match': `"${before.index_block_hash}"` })).status).toBe(304);
+    expect(await getJson(upstream(), `/extended/v1/block/by_burn_block_height/${orphan.burn_block_height}`)).toMatchObject({
+      canonical: false,
+      height: orphan.height,
+      index_block_hash: orphan.index_block_hash,
+    });
+    expect((await get(upstream(), `/extended/v2/blocks/${orphan.index_block_hash}`)).status).toBe(404);
+    expect((await get(upstream(), `/extended/v2/blocks/${orphan.height}`)).status).toBe(404);
+    upstream().advanceTip();
+    expect(upstream().tip()).toMatchObject({ height: before.height + 1, burn_block_height: before.burn_block_height + 2 });
+    expect((await getJson(upstream(), '/extended/v2/blocks/latest')).parent_index_block_hash).toBe(before.index_block_hash);
+  });
+
+  it('reorg still orphans the last blocks at their burn heights, over tenures of several blocks and a burn tip ahead', async () => {
+    upstream().advanceTip();
+    upstream().advanceTip(2, { tenure: 'same' });
+    upstream().advanceBurn(2);
+    const old = upstream().tip();
+    upstream().reorg(2);
+    const tip = upstream().tip();
+    expect(tip.height).toBe(old.height + 1);
+    // The fork's first tenure opens in the newest burn block, which no block had yet.
+    const forkFirst = await getJson(upstream(), `/extended/v2/blocks/${old.height - 1}`);
+    expect(forkFirst).toMatchObject({ canonical: true, burn_block_height: old.burn_tip_height });
+    expect(tip.burn_tip_height).toBe(tip.burn_block_height);
+    // The orphans' burn height keeps the tenure's first block, still canonical and now the highest there.
+    expect(await getJson(upstream(), `/extended/v1/block/by_burn_block_height/${old.burn_block_height}`)).toMatchObject({
+      canonical: true,
+      height: old.height - 2,
+    });
+  });
+
+  it('a tx a reorg moved is named in its new block by the replayed bodies that embed it (with_transfers, address lists); untouched before', async () => {
+    const lastRecorded = await getJson<{ txs: string[] }>(upstream(), `/extended/v1/block/by_burn_block_height/${RECORDED.tipBurnHeight}`);
+    const txId = lastRecorded.txs[0] ?? '';
+    const withTransfers = `/extended/v1/address/${RECORDED.principal}/${txId}/with_transfers`;
+    const recorded = findRecording(withTransfers);
+    expect(recorded?.status).toBe(200);
+    expect((await get(upstream(), withTransfers)).body).toBe(recorded?.body);
+    upstream().reorg(1);
+    const moved = await getJson(upstream(), `/extended/v1/tx/${txId}`);
+    const relocated = await getJson<{ tx: Record<string, unknown> }>(upstream(), withTransfers);
+    expect(relocated.tx).toMatchObject({ block_hash: moved.block_hash, block_height: RECORDED.tipHeight, burn_block_height: moved.burn_block_height });
+    expect(Object.keys(relocated.tx)).toEqual(Object.keys((JSON.parse(recorded?.body ?? '{}') as { tx: object }).tx));
+    expect(relocated.tx.block_hash).not.toBe(RECORDED.tipBlockHash);
+  });
+
+  it('jumpTip reports the burn tip (not the anchor) plus the jump', async () => {
+    const before = upstream().tip();
+    upstream().advanceBurn(4);
+    upstream().jumpTip(3);
+    expect(await burnTipOf()).toBe(before.burn_block_height + 4 + 3);
+    upstream().jumpTip(0);
+    expect(await burnTipOf()).toBe(before.burn_block_height + 4);
   });
 });
 

@@ -184,3 +184,28 @@ describe('surface upstream', () => {
     for (const [method, url, id] of cases) expect(familyOf(method, url).id, url).toBe(id);
   });
 });
+
+describe('surface upstream burn chain (upstream-contract §5)', () => {
+  it('mineBurn moves the burn tip /extended and /v2/info report, not the ETag; 404 by_burn_block_height; the next block opens its tenure in the newest burn block', async () => {
+    const statusOf = async () => {
+      const status = await get('/extended');
+      return { etag: status.etag, ...(JSON.parse(status.body) as { chain_tip: { block_height: number; burn_block_height: number } }).chain_tip };
+    };
+    upstream.mine();
+    const before = await statusOf();
+    const latestBefore = JSON.parse((await get('/extended/v2/blocks/latest')).body) as { burn_block_height: number; tenure_height: number };
+    expect(before.burn_block_height).toBe(latestBefore.burn_block_height);
+    upstream.mineBurn(3);
+    const after = await statusOf();
+    expect(after).toEqual({ ...before, burn_block_height: before.burn_block_height + 3 });
+    expect((await get('/extended', { 'if-none-match': before.etag ?? '' })).status).toBe(304);
+    expect((JSON.parse((await get('/v2/info')).body) as { burn_block_height: number }).burn_block_height).toBe(before.burn_block_height + 3);
+    for (let h = before.burn_block_height + 1; h <= before.burn_block_height + 3; h++) {
+      expect((await get(`/extended/v1/block/by_burn_block_height/${h}`)).status).toBe(404);
+    }
+    upstream.mine();
+    const opened = JSON.parse((await get('/extended/v2/blocks/latest')).body) as { burn_block_height: number; tenure_height: number };
+    expect(opened).toMatchObject({ burn_block_height: before.burn_block_height + 3, tenure_height: latestBefore.tenure_height + 1 });
+    expect((await statusOf()).burn_block_height).toBe(before.burn_block_height + 3);
+  });
+});

@@ -2,6 +2,22 @@
  * The chain model: canonical and orphaned blocks, transactions and the mempool clock, starting
  * from the recorded chain. Tests move it (new blocks, reorgs, pending and mined txs) and the
  * routes read it, so answers and ETags change as the real upstream's would.
+ *
+ * Two chains, as on a real node (upstream-contract §5): the burn chain (Bitcoin) has a tip of
+ * its own, which GET /extended reports as `chain_tip.burn_block_height`, and Stacks blocks are
+ * anchored in burn blocks in tenures:
+ * - `advance(n)` (the default, `tenure: 'new'`): each block opens a new tenure, anchored in the
+ *   burn tip when a burn block was announced that no block is anchored in yet, otherwise in a
+ *   new burn block mined for it (so, on a chain that only ever advances, one burn block each);
+ * - `advance(n, 'same')`: blocks in the tip's tenure, at its burn height (same burn block,
+ *   same `tenure_height`); by_burn_block_height answers the highest of them;
+ * - `advanceBurn(n)`: burn blocks without a Stacks block. The burn tip moves ahead of the tip
+ *   block's anchor, by_burn_block_height answers 404 for them, and the status ETag (the tip's
+ *   index_block_hash) stays, so a conditional poll of /extended answers 304. `advanceBurn(1)`
+ *   then `advance(1)` is Nakamoto's "burn block announced before the tenure's first block";
+ * - `mineOrphan()`: a block in a new tenure that lost (`canonical: false`), seen only by
+ *   by_burn_block_height at its burn height; the tip stays where it was;
+ * - `reorg(depth)`: the last blocks orphaned at their burn heights, new tenures mined on top.
  */
 import { minedTokenTransfer, placement } from './bodies.js';
 import type { ChainBlock, ChainTx, NakamotoBlock, TxBody } from './model.js';
@@ -22,6 +38,16 @@ const MEMPOOL_TICK_MICROS = 1_000_000;
 
 export type PrincipalEtags = 'every-block' | 'exact';
 
+/** `new`: a block opens a new tenure (a new burn block, or the announced one); `same`: it extends the tip's tenure. */
+export type Tenure = 'new' | 'same';
+
+/** A burn (Bitcoin) block, as the Stacks blocks anchored in it carry it. */
+interface BurnBlock {
+  height: number;
+  hash: string;
+  time: number;
+}
+
 /** What the chain tells its listeners (the pushing channels): a new canonical block, a tx entering the mempool or mined. */
 export type ChainEvent = { kind: 'block'; block: ChainBlock } | { kind: 'mempool'; tx: TxBody } | { kind: 'mined'; tx: TxBody };
 
@@ -33,7 +59,10 @@ export class FakeChain {
   private readonly initialTip: string;
   private readonly initialMempool: string;
   private mempoolMicros: number;
-  private burnHeight: number;
+  /** The burn chain's tip: what GET /extended reports as burn_block_height (§5), at or above the tip block's anchor. */
+  private burnTip: BurnBlock;
+  /** Whether some block (canonical or orphaned) is anchored in the burn tip: a new tenure then needs a new burn block. */
+  private burnTipTenured = true;
   private seq = 0;
   /** How far ahead of the real tip GET /extended claims to be (a node with a wrong view). */
   private tipJump = 0;
@@ -46,6 +75,8 @@ export class FakeChain {
   /** Since the start, per principal: new txs involving it that were mined and that entered the mempool. */
   private readonly activity = new Map<string, { mined: number; pending: number }>();
   private reorgs = 0;
+  /** Recorded txs a reorg re-mined into another block: replayed bodies that embed them are relocated (relocate.ts). */
+  private readonly moved = new Set<string>();
   private readonly listeners: ((event: ChainEvent) => void)[] = [];
 
   constructor(principalEtags: PrincipalEtags = 'every-block') {
@@ -57,7 +88,8 @@ export class FakeChain {
     this.initialTip = this.tipBlock().index_block_hash;
     this.initialMempool = recordedMempoolEtag();
     this.mempoolMicros = parseEpochMicros(this.initialMempool);
-    this.burnHeight = this.tipBlock().burn_block_height;
+    const tip = this.tipBlock();
+    this.burnTip = { height: tip.burn_block_height, hash: tip.burn_block_hash, time: tip.burn_block_time };
   }
 
   /** Called with every new canonical block and mempool change, after the chain has it (as the upstream pushes after its write). */
@@ -71,16 +103,24 @@ export class FakeChain {
     return tip.block;
   }
 
-  /** The tip GET /extended reports: the real one, or a made-up one `tipJump` blocks (and burn blocks) ahead. */
+  /** The burn chain's tip height (GET /extended's and /v2/info's burn_block_height). */
+  burnTipHeight(): number {
+    return this.burnTip.height;
+  }
+
+  /**
+   * The tip GET /extended reports: the real tip block with the burn chain's tip (not the block's
+   * anchor, §5), or a made-up one `tipJump` blocks (and burn blocks) ahead.
+   */
   reportedTip(): Pick<NakamotoBlock, 'height' | 'hash' | 'index_block_hash' | 'burn_block_height'> {
     const tip = this.tipBlock();
-    if (this.tipJump === 0) return tip;
+    if (this.tipJump === 0) return { height: tip.height, hash: tip.hash, index_block_hash: tip.index_block_hash, burn_block_height: this.burnTip.height };
     const height = tip.height + this.tipJump;
     return {
       height,
       hash: `0x${sha256Hex(`fake-upstream:jumped-block:${height}`)}`,
       index_block_hash: `0x${sha256Hex(`fake-upstream:jumped-index-block:${height}`)}`,
-      burn_block_height: tip.burn_block_height + this.tipJump,
+      burn_block_height: this.burnTip.height + this.tipJump,
     };
   }
 
@@ -105,6 +145,11 @@ export class FakeChain {
   highestAtBurnHeight(burnHeight: number): ChainBlock | undefined {
     const byRank = (a: ChainBlock, b: ChainBlock) => Number(b.block.canonical) - Number(a.block.canonical) || b.block.height - a.block.height;
     return [...this.canonical, ...this.orphaned].filter(({ block }) => block.burn_block_height === burnHeight).sort(byRank)[0];
+  }
+
+  /** The ids of txs a reorg moved to another block since the start. */
+  movedTxIds(): string[] {
+    return [...this.moved];
   }
 
   findTx(txId: string): ChainTx | undefined {
@@ -157,9 +202,27 @@ export class FakeChain {
     }
   }
 
-  advance(blocks: number): void {
+  advance(blocks: number, tenure: Tenure = 'new'): void {
     assertCount(blocks, 0, 'advanceTip(blocks)');
-    for (let i = 0; i < blocks; i++) this.appendBlock([]);
+    for (let i = 0; i < blocks; i++) this.appendBlock([], tenure);
+  }
+
+  /** Mines `blocks` burn blocks without a Stacks block: only the burn tip moves. */
+  advanceBurn(blocks: number): void {
+    assertCount(blocks, 0, 'advanceBurn(blocks)');
+    for (let i = 0; i < blocks; i++) this.mineBurnBlock(this.burnTip.time + BLOCK_INTERVAL_S);
+  }
+
+  /**
+   * A block on top of the tip in a new tenure that lost: `canonical: false` from the start, so
+   * the tip, the status ETag and the canonical heights stay; by_burn_block_height at its burn
+   * height answers it while no canonical block is anchored there (§4.12).
+   */
+  mineOrphan(): NakamotoBlock {
+    const orphan = { block: this.newBlock(this.tipBlock(), 'new'), txIds: [] };
+    orphan.block.canonical = false;
+    this.orphaned.push(orphan);
+    return orphan.block;
   }
 
   reorg(depth: number): void {
@@ -204,31 +267,9 @@ export class FakeChain {
     this.mempoolMicros += MEMPOOL_TICK_MICROS;
   }
 
-  private appendBlock(txIds: string[]): void {
+  private appendBlock(txIds: string[], tenure: Tenure = 'new'): void {
     const parent = this.tipBlock();
-    const time = parent.block_time + BLOCK_INTERVAL_S;
-    const block: NakamotoBlock = {
-      canonical: true,
-      height: parent.height + 1,
-      hash: this.newHash('block'),
-      block_time: time,
-      block_time_iso: isoTime(time),
-      tenure_height: parent.tenure_height + 1,
-      index_block_hash: this.newHash('index-block'),
-      parent_block_hash: parent.hash,
-      parent_index_block_hash: parent.index_block_hash,
-      burn_block_time: time,
-      burn_block_time_iso: isoTime(time),
-      burn_block_hash: this.newHash('burn-block'),
-      burn_block_height: ++this.burnHeight,
-      miner_txid: this.newHash('miner-tx'),
-      tx_count: txIds.length,
-      execution_cost_read_count: 0,
-      execution_cost_read_length: 0,
-      execution_cost_runtime: 0,
-      execution_cost_write_count: 0,
-      execution_cost_write_length: 0,
-    };
+    const block = this.newBlock(parent, tenure, txIds.length);
     const appended = { block, txIds };
     this.canonical.push(appended);
     for (const id of txIds) this.mine(id, block, parent);
@@ -239,6 +280,55 @@ export class FakeChain {
     }
   }
 
+  /**
+   * A block on `parent`: in the parent's tenure and burn block (`same`), or opening a new tenure
+   * (`new`) in the announced burn block no block is anchored in yet, else in a new burn block.
+   * The hashes are drawn in the same order as before burn blocks were modelled (block, index,
+   * burn, miner), so the default chain is the same, hash for hash.
+   */
+  private newBlock(parent: NakamotoBlock, tenure: Tenure, txCount = 0): NakamotoBlock {
+    const announced = tenure === 'new' && !this.burnTipTenured;
+    const time = Math.max(parent.block_time, announced ? this.burnTip.time : 0) + BLOCK_INTERVAL_S;
+    const hash = this.newHash('block');
+    const indexBlockHash = this.newHash('index-block');
+    const anchor: BurnBlock =
+      tenure === 'same'
+        ? { height: parent.burn_block_height, hash: parent.burn_block_hash, time: parent.burn_block_time }
+        : announced
+          ? this.burnTip
+          : this.mineBurnBlock(time);
+    if (anchor.height === this.burnTip.height) this.burnTipTenured = true;
+    return {
+      canonical: true,
+      height: parent.height + 1,
+      hash,
+      block_time: time,
+      block_time_iso: isoTime(time),
+      tenure_height: parent.tenure_height + (tenure === 'new' ? 1 : 0),
+      index_block_hash: indexBlockHash,
+      parent_block_hash: parent.hash,
+      parent_index_block_hash: parent.index_block_hash,
+      burn_block_time: anchor.time,
+      burn_block_time_iso: isoTime(anchor.time),
+      burn_block_hash: anchor.hash,
+      burn_block_height: anchor.height,
+      miner_txid: this.newHash('miner-tx'),
+      tx_count: txCount,
+      execution_cost_read_count: 0,
+      execution_cost_read_length: 0,
+      execution_cost_runtime: 0,
+      execution_cost_write_count: 0,
+      execution_cost_write_length: 0,
+    };
+  }
+
+  /** The next burn block, with no Stacks block anchored in it yet. */
+  private mineBurnBlock(time: number): BurnBlock {
+    this.burnTip = { height: this.burnTip.height + 1, hash: this.newHash('burn-block'), time };
+    this.burnTipTenured = false;
+    return this.burnTip;
+  }
+
   private emit(event: ChainEvent): void {
     for (const listener of this.listeners) listener(event);
   }
@@ -246,6 +336,7 @@ export class FakeChain {
   private mine(txId: string, block: NakamotoBlock, parent: NakamotoBlock): void {
     const tx = this.findTx(txId);
     if (!tx) throw new Error(`unknown tx ${txId}`);
+    if (tx.blockIndexHash !== undefined) this.moved.add(String(tx.body.tx_id));
     tx.body =
       tx.blockIndexHash === undefined
         ? minedTokenTransfer(tx.body, block, parent)

@@ -36,7 +36,8 @@ function coreInfoReply({ chain }: RequestContext): Reply {
   const tip = chain.tipBlock();
   const info = {
     peer_version: 4207599116,
-    burn_block_height: tip.burn_block_height,
+    // The node's burn view: the burn chain's tip, not the tip block's anchor (§5).
+    burn_block_height: chain.burnTipHeight(),
     server_version: 'stacks-node fake',
     network_id: 2147483648,
     parent_network_id: 3669344250,

@@ -1,6 +1,7 @@
 /** Answers replayed from the recordings, with ETags recomputed for the chain as it is now. */
 import { findRecording, recordingsForPath, splitUrl, type Recording } from '../fixtures.js';
 import { unquote } from './primitives.js';
+import { relocateMovedTxs } from './relocate.js';
 import { routeNotFound, type Reply, type RequestContext } from './replies.js';
 import type { RouteSpec } from './routes.js';
 
@@ -14,7 +15,7 @@ export function replayReply(ctx: RequestContext, route: RouteSpec): Reply {
   const recordedEtag = rec.headers.etag === undefined ? undefined : unquote(rec.headers.etag);
   return {
     status: rec.status,
-    body: rec.body,
+    body: relocateMovedTxs(rec.body, ctx.chain),
     contentType: rec.headers['content-type'],
     location: rec.headers.location,
     etag: recordedEtag === undefined ? undefined : route.etag?.(ctx, recordedEtag),

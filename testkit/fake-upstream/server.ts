@@ -12,7 +12,7 @@ import type { WebSocket } from 'ws';
 import { splitUrl } from '../fixtures.js';
 import { FakeRpcChannel } from '../live-upstream/ws-rpc-channel.js';
 import { legacyBlockJson } from './bodies.js';
-import { FakeChain, type ChainEvent, type PrincipalEtags } from './chain.js';
+import { FakeChain, type ChainEvent, type PrincipalEtags, type Tenure } from './chain.js';
 import { dispatch } from './dispatch.js';
 import { fail, FaultPlan, isWrongResource, matches, refuseUpgrade } from './faults.js';
 import { Hold, type HeldAnswers } from './holds.js';
@@ -101,11 +101,21 @@ export class FakeUpstreamServer implements FakeUpstream {
       index_block_hash: block.index_block_hash,
       block_hash: block.hash,
       burn_block_height: block.burn_block_height,
+      burn_tip_height: this.chain.burnTipHeight(),
     };
   }
 
-  advanceTip(blocks = 1): void {
-    this.chain.advance(blocks);
+  advanceTip(blocks = 1, options: { tenure?: Tenure } = {}): void {
+    this.chain.advance(blocks, options.tenure);
+  }
+
+  advanceBurn(blocks = 1): void {
+    this.chain.advanceBurn(blocks);
+  }
+
+  mineOrphan(): { height: number; index_block_hash: string; burn_block_height: number } {
+    const { height, index_block_hash, burn_block_height } = this.chain.mineOrphan();
+    return { height, index_block_hash, burn_block_height };
   }
 
   jumpTip(blocks: number): void {

@@ -72,9 +72,32 @@ export interface FakeUpstream {
   readonly openWebSockets: number;
   /** The JSON-RPC channel (started with `rpcChannel: true`; throws otherwise). */
   readonly rpc: FakeRpcChannel;
-  tip(): { height: number; index_block_hash: string; block_hash: string; burn_block_height: number };
-  /** Appends `blocks` (default 1) empty canonical blocks, each one burn block higher. */
-  advanceTip(blocks?: number): void;
+  /**
+   * The tip block: `burn_block_height` is its anchor (its own burn block); `burn_tip_height` is the
+   * burn chain's tip, which GET /extended reports as `chain_tip.burn_block_height` (§5) and which
+   * is higher when burn blocks came without a Stacks block (advanceBurn, mineOrphan).
+   */
+  tip(): { height: number; index_block_hash: string; block_hash: string; burn_block_height: number; burn_tip_height: number };
+  /**
+   * Appends `blocks` (default 1) empty canonical blocks. `tenure: 'new'` (the default): each opens
+   * a new tenure, in the announced burn block when advanceBurn left one without a Stacks block,
+   * otherwise in a new burn block (one burn block higher each). `tenure: 'same'`: each extends
+   * the tip's tenure, at the same burn height and tenure_height (by_burn_block_height answers the
+   * highest of them).
+   */
+  advanceTip(blocks?: number, options?: { tenure?: 'new' | 'same' }): void;
+  /**
+   * Mines `blocks` (default 1) burn blocks without a Stacks block: GET /extended's burn_block_height
+   * moves, its ETag does not (a conditional poll answers 304), and by_burn_block_height answers 404
+   * for them. `advanceBurn(1)` then `advanceTip()`: the burn block announced before its tenure.
+   */
+  advanceBurn(blocks?: number): void;
+  /**
+   * Mines a block on top of the tip in a new tenure that lost (`canonical: false`): the tip stays,
+   * the burn tip moves to its burn block (unless one was announced without a block), and
+   * by_burn_block_height there answers the orphan. Returns where it is.
+   */
+  mineOrphan(): { height: number; index_block_hash: string; burn_block_height: number };
   /**
    * GET /extended reports a made-up tip `blocks` Stacks and burn blocks ahead of the real one
    * (as a node with a wrong view would), until called with 0; nothing else changes.

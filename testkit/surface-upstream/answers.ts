@@ -241,9 +241,10 @@ function v2Info(s: Snapshot): Record<string, unknown> {
   return {
     peer_version: 4207599116,
     pox_consensus: tip.burnHash.slice(2, 42),
-    burn_block_height: tip.burnHeight,
+    // The node's burn view: the burn chain's tip (above the tip block's anchor after burn blocks without one).
+    burn_block_height: s.burnTip.height,
     stable_pox_consensus: tip.burnHash.slice(2, 42),
-    stable_burn_block_height: Math.max(0, tip.burnHeight - 7),
+    stable_burn_block_height: Math.max(0, s.burnTip.height - 7),
     server_version: 'stacks-node 3.1.0.0.7 (fake)',
     network_id: 2147483648,
     parent_network_id: 3669344250,
@@ -264,14 +265,15 @@ function v2Info(s: Snapshot): Record<string, unknown> {
 
 const REWARD_CYCLE = 20;
 function v2Pox(s: Snapshot): Record<string, unknown> {
-  const tip = tipOf(s);
-  const cycle = Math.floor((tip.burnHeight - s.firstBurnHeight) / REWARD_CYCLE);
+  // PoX cycles turn with the burn chain's tip, blocks or not.
+  const burnTip = s.burnTip.height;
+  const cycle = Math.floor((burnTip - s.firstBurnHeight) / REWARD_CYCLE);
   const cycleStart = s.firstBurnHeight + cycle * REWARD_CYCLE;
   return {
     contract_id: 'ST000000000000000000002AMW42H.pox-4',
     pox_activation_threshold_ustx: 600057388429055,
     first_burnchain_block_height: s.firstBurnHeight,
-    current_burnchain_block_height: tip.burnHeight,
+    current_burnchain_block_height: burnTip,
     prepare_phase_block_length: 5,
     reward_phase_block_length: REWARD_CYCLE - 5,
     reward_slots: 30,
@@ -284,9 +286,9 @@ function v2Pox(s: Snapshot): Record<string, unknown> {
       min_increment_ustx: 7500717355363,
       stacked_ustx: 0,
       prepare_phase_start_block_height: cycleStart + REWARD_CYCLE - 5,
-      blocks_until_prepare_phase: cycleStart + REWARD_CYCLE - 5 - tip.burnHeight,
+      blocks_until_prepare_phase: cycleStart + REWARD_CYCLE - 5 - burnTip,
       reward_phase_start_block_height: cycleStart + REWARD_CYCLE,
-      blocks_until_reward_phase: cycleStart + REWARD_CYCLE - tip.burnHeight,
+      blocks_until_reward_phase: cycleStart + REWARD_CYCLE - burnTip,
       ustx_until_pox_rejection: null,
     },
     reward_cycle_id: cycle,
@@ -372,7 +374,8 @@ const ROUTES: Route[] = [
       {
         server_version: 'stacks-blockchain-api v9.0.2 (surface fake)',
         status: 'ready',
-        chain_tip: { block_height: tip.height, block_hash: tip.hash, index_block_hash: tip.indexHash, burn_block_height: tip.burnHeight },
+        // The burn chain's tip, not the tip block's anchor (upstream-contract §5).
+        chain_tip: { block_height: tip.height, block_hash: tip.hash, index_block_hash: tip.indexHash, burn_block_height: s.burnTip.height },
       },
       chainTipEtag(s),
     );
@@ -689,7 +692,7 @@ const ROUTES: Route[] = [
   r('GET', '/extended/v2/pox/cycles', 'chain_tip', false, (s, _p, q) =>
     withPage(q, 60, (pg) => {
       const tip = tipOf(s);
-      const current = Math.floor((tip.burnHeight - s.firstBurnHeight) / REWARD_CYCLE);
+      const current = Math.floor((s.burnTip.height - s.firstBurnHeight) / REWARD_CYCLE);
       const cycles = Array.from({ length: current + 1 }, (_, i) => current - i).map((c) => ({
         block_height: 1,
         index_block_hash: tip.indexHash,

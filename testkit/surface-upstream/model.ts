@@ -107,6 +107,12 @@ export interface Snapshot {
   names: ReadonlyMap<string, string>;
   burnEvery: number;
   firstBurnHeight: number;
+  /**
+   * The burn chain's tip: what /extended and /v2/info report as burn_block_height (upstream-contract
+   * §5). At or above the tip block's anchor: above it after burn blocks without a Stacks block
+   * (mineBurnBlocks), until the next block opens its tenure in the newest one.
+   */
+  burnTip: { height: number; time: number };
 }
 
 export const tipOf = (s: Snapshot): Block => s.blocks[s.blocks.length - 1] as Block;
@@ -199,13 +205,20 @@ export function digestOf(mempool: readonly TxCore[]): string {
   return acc.toString('hex');
 }
 
+/** Mines `count` burn blocks at `timeSeconds` with no Stacks block: only the burn tip moves. */
+export function mineBurnBlocks(s: Snapshot, count: number, timeSeconds: number): Snapshot {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError('mineBurnBlocks(count) must be an integer >= 1');
+  return { ...s, seq: s.seq + 1, burnTip: { height: s.burnTip.height + count, time: timeSeconds } };
+}
+
 /** Transactions mined per block at most. */
 const BLOCK_CAPACITY = 200;
 
 /**
  * Mines the next block at `timeSeconds`: the pending transactions each sender can execute in
  * nonce order (a gap waits), their effects on accounts and contracts, and a new burn block
- * every `burnEvery` Stacks blocks.
+ * every `burnEvery` Stacks blocks; after burn blocks without a Stacks block, a new tenure in the
+ * newest of them.
  */
 export function mineBlock(s: Snapshot, timeSeconds: number): Snapshot {
   const parent = tipOf(s);
@@ -237,8 +250,11 @@ export function mineBlock(s: Snapshot, timeSeconds: number): Snapshot {
   }
   // A pending tx whose nonce is now used by a mined one can never be mined: dropped, as the node prunes it.
   pending = pending.filter((tx) => tx.nonce >= (accounts.get(tx.sender) ?? emptyAccount()).nonce);
-  const newBurn = (height - 1) % s.burnEvery === 0;
-  const burnHeight = newBurn ? parent.burnHeight + 1 : parent.burnHeight;
+  // A burn block no Stacks block is anchored in yet (the burn tip ahead): the tenure opens there.
+  const announced = s.burnTip.height > parent.burnHeight;
+  const newBurn = announced || (height - 1) % s.burnEvery === 0;
+  const burnHeight = announced ? s.burnTip.height : newBurn ? parent.burnHeight + 1 : parent.burnHeight;
+  const burnTime = announced ? s.burnTip.time : newBurn ? timeSeconds : parent.burnTime;
   const hash = `0x${sha256(`block:${height}:${parent.indexHash}:${included.map((t) => t.txId).join(',')}:${timeSeconds}`)}`;
   const block: Block = {
     height,
@@ -248,14 +264,15 @@ export function mineBlock(s: Snapshot, timeSeconds: number): Snapshot {
     parentIndexHash: parent.indexHash,
     burnHeight,
     burnHash: newBurn ? `0x${sha256(`burn:${burnHeight}`)}` : parent.burnHash,
-    burnTime: newBurn ? timeSeconds : parent.burnTime,
+    burnTime,
     time: timeSeconds,
     tenureHeight: parent.tenureHeight + (newBurn ? 1 : 0),
     txIds: included.map((t) => t.txId),
     minerTxId: `0x${sha256(`miner:${height}`)}`,
     contracts,
   };
-  return { ...s, seq: s.seq + 1, blocks: [...s.blocks, block], mined, accounts, principalTxs, mempool: pending, mempoolDigest: digestOf(pending) };
+  const burnTip = burnHeight > s.burnTip.height ? { height: burnHeight, time: burnTime } : s.burnTip;
+  return { ...s, seq: s.seq + 1, blocks: [...s.blocks, block], mined, accounts, principalTxs, mempool: pending, mempoolDigest: digestOf(pending), burnTip };
 }
 
 /** A genesis block: no transactions, every account funded, contracts empty. */
@@ -291,6 +308,7 @@ export function genesisSnapshot(deployer: string, balances: Map<string, bigint>,
     names,
     burnEvery,
     firstBurnHeight,
+    burnTip: { height: firstBurnHeight, time: timeSeconds },
   };
 }
 

@@ -9,7 +9,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { answer, BROADCAST_PATH, type Reply, type SurfaceRequest } from './answers.js';
 import { familyOf, type ChangeClass } from './families.js';
 import { buildGenesis, type ChainCast, type ChainOptions } from './genesis.js';
-import { acceptTransaction, decodeTransaction, mineBlock, type Snapshot } from './model.js';
+import { acceptTransaction, decodeTransaction, mineBlock, mineBurnBlocks, type Snapshot } from './model.js';
 import { Cl, signContractCall, signTransfer } from './signing.js';
 
 export interface SurfaceUpstreamOptions extends ChainOptions {
@@ -127,6 +127,15 @@ export class SurfaceUpstream {
   /** Mines a block now. */
   mine(): Snapshot {
     return this.install(mineBlock(this.current(), Math.floor(this.now() / 1000)));
+  }
+
+  /**
+   * Mines `count` (default 1) burn blocks now without a Stacks block: /extended's burn_block_height
+   * moves, its chain_tip ETag does not, by_burn_block_height answers 404 for them; the next
+   * mine() opens its tenure in the newest one.
+   */
+  mineBurn(count = 1): Snapshot {
+    return this.install(mineBurnBlocks(this.current(), count, Math.floor(this.now() / 1000)));
   }
 
   setDeprecatedGone(on: boolean): void {
