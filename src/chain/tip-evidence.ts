@@ -1,7 +1,7 @@
 /**
  * Which chain tip to believe, from what each upstream reports (pure). What one upstream reports
  * is not evidence enough for a tip far beyond the believed one, however often it reports it (an
- * upstream can be wrong for a while): a tip or burn height that jumps more than `maxJumpBlocks`
+ * upstream can be wrong for a while): a tip that jumps more than `maxJumpBlocks` Stacks blocks
  * is held, and believed only on evidence that upstream cannot give alone: another upstream
  * reporting a tip near it, or (the tracker's parent walk, jump-walk.ts) the jumped tip's parent
  * chain leading down to the believed tip. A lower (or sibling) tip from the upstream that leads
@@ -66,9 +66,26 @@ export class TipEvidence {
     return highest;
   }
 
-  private isJump(tip: ChainTip, from: ChainTip): boolean {
+  /**
+   * The burn tip to believe with a report of `origin`: the one reported when it is no more than
+   * maxJumpBlocks above the burn tip believed (or lower), or when another upstream reports one
+   * near it; otherwise the believed one stays (`held`). The burn tip is what makes data final,
+   * and one upstream's word for a far one is no evidence. It never holds the Stacks tip back:
+   * burn blocks without Stacks blocks are invisible to a conditional poll, so an honest burn
+   * tip can come in one step of dozens after a stall (a new block's anchor then lifts it).
+   */
+  vouchedBurnHeight(origin: string, reported: number, believed: number | undefined): { burnHeight: number; held: boolean } {
     const max = this.settings.maxJumpBlocks;
-    return tip.height - from.height > max || tip.burnHeight - from.burnHeight > max;
+    if (believed === undefined || believed <= 0 || reported - believed <= max) return { burnHeight: reported, held: false };
+    for (const [other, seen] of this.latest) {
+      if (other !== origin && Math.abs(seen.burnHeight - reported) <= max) return { burnHeight: reported, held: false };
+    }
+    return { burnHeight: believed, held: true };
+  }
+
+  /** Stacks blocks only: a far burn tip is judged apart (vouchedBurnHeight), never a reason to hold the Stacks tip. */
+  private isJump(tip: ChainTip, from: ChainTip): boolean {
+    return tip.height - from.height > this.settings.maxJumpBlocks;
   }
 
   /** Another upstream's last report is within `maxJumpBlocks` of this tip. */

@@ -126,6 +126,8 @@ export class ChainTipTracker {
   private readonly walks = new ParentWalks(JUMP_WALK_BLOCKS_PER_POLL);
   /** Upstreams whose jumped tip is held now (logged once while it lasts). */
   private readonly holding = new Set<string>();
+  /** Upstreams whose far burn tip is not believed now (logged once while it lasts). */
+  private readonly burnHeld = new Set<string>();
   /** verifyCanonical's checks in flight, one per block hash. */
   private readonly checks = new Map<string, Promise<void>>();
   private snapshot: ChainView = { reorgs: [] };
@@ -388,10 +390,9 @@ export class ChainTipTracker {
       if (this.current?.indexBlockHash === tip.indexBlockHash) await this.burnTipReported(origin, tip);
       return;
     }
-    // A jump believed on its parent chain alone: the chain links, but nothing vouches for the
-    // burn tip it came with, so the burn tip stays where it was (its block's anchor lifts it).
-    const burnVouched = judgement.kind !== 'hold';
-    await this.advanceTo(burnVouched ? tip : { ...tip, burnHeight: this.current?.burnHeight ?? 0 }, origin);
+    // The Stacks tip is believed; the burn tip it came with only when something vouches for it
+    // (it makes data final): otherwise the believed burn tip stays, and the block's anchor lifts it.
+    await this.advanceTo({ ...tip, burnHeight: this.vouchedBurnHeight(origin, tip) }, origin);
     this.currentOrigin = origin;
     await this.readAnchor(origin, tip.burnHeight);
     await this.advanceFinality(origin);
@@ -400,19 +401,28 @@ export class ChainTipTracker {
   /**
    * The believed tip block, reported again with a higher burn tip (burn blocks without a Stacks
    * block): the burn tip moves on, finality with it. A burn tip further ahead than maxJumpBlocks
-   * is not believed on one report (it would make recent data final): it waits for a Stacks block.
+   * is not believed on one report (it would make recent data final): a new block's anchor, or
+   * another upstream near it, lifts it.
    */
   private async burnTipReported(origin: string, tip: ChainTip): Promise<void> {
     const current = this.current;
     if (!current || tip.burnHeight <= current.burnHeight) return;
-    if (current.burnHeight > 0 && tip.burnHeight - current.burnHeight > this.settings.maxJumpBlocks) {
-      if (!this.holding.has(origin)) this.telemetry.tipJumpHeld(origin, current, tip);
-      this.holding.add(origin);
-      return;
-    }
-    this.current = { ...current, burnHeight: tip.burnHeight };
+    const burnHeight = this.vouchedBurnHeight(origin, tip);
+    if (burnHeight <= current.burnHeight) return;
+    this.current = { ...current, burnHeight };
     this.telemetry.tipBurnHeights(this.current);
     await this.advanceFinality(this.currentOrigin ?? origin);
+  }
+
+  /** The burn tip to believe with this report (TipEvidence.vouchedBurnHeight); a far one not vouched for is logged once while it lasts. */
+  private vouchedBurnHeight(origin: string, tip: ChainTip): number {
+    const vouched = this.evidence.vouchedBurnHeight(origin, tip.burnHeight, this.current?.burnHeight);
+    if (!vouched.held) this.burnHeld.delete(origin);
+    else if (!this.burnHeld.has(origin)) {
+      this.burnHeld.add(origin);
+      if (this.current) this.telemetry.tipJumpHeld(origin, this.current, tip);
+    }
+    return vouched.burnHeight;
   }
 
   /** The finality watermark moved on for the believed tip (its burn tip and anchor as known now), then published. */

@@ -79,4 +79,45 @@ describe('a burn tip above the tip block’s anchor', () => {
     expect(await metricValue(proxy, 'stacks_proxy_chain_disagreements_total')).toBe(0);
     expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
   });
+
+  it('burn blocks without a Stacks block behind 304s: the full poll every 5 s moves the burn tip, and the tip block becomes final', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    defer(() => proxy.close());
+    await proxy.tracker.pollOnce();
+    expect(proxy.tracker.view().finalStacksHeight).toBeLessThan(RECORDED.tipHeight);
+    upstream.advanceBurn(6);
+    // A conditional poll cannot show them (the status ETag follows the Stacks tip): 304s.
+    await proxy.tracker.pollOnce();
+    expect(upstream.requests.filter((r) => r.path === '/extended').at(-1)?.headers['if-none-match']).toBeDefined();
+    expect(proxy.tracker.view().burnHeight).toBe(RECORDED.tipBurnHeight);
+    // Within BURN_TIP_REFRESH_MS (5 s) a poll asks in full.
+    const polled = async () => {
+      await proxy.tracker.pollOnce();
+      return proxy.tracker.view().burnHeight;
+    };
+    await expect.poll(polled, { timeout: 15_000, interval: 250 }).toBe(RECORDED.tipBurnHeight + 6);
+    await expect.poll(() => proxy.tracker.view().finalStacksHeight, { timeout: 5_000, interval: 100 }).toBe(RECORDED.tipHeight);
+    const tipBlock = await fetchRaw(`${proxy.url}/extended/v2/blocks/${RECORDED.tipIndexHash}`);
+    expect([tipBlock.headers.get('x-cache-class'), tipBlock.headers.get('cache-control')]).toEqual(['final', IMMUTABLE]);
+    expect(await metricValue(proxy, 'stacks_proxy_chain_disagreements_total')).toBe(0);
+  }, 30_000);
+
+  it('a burn tip 1,000 ahead for the same Stacks tip, reported for three polls, is not believed: nothing recent becomes final', async () => {
+    const upstream = await fakeUpstream();
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    defer(() => proxy.close());
+    await proxy.tracker.pollOnce();
+    const before = proxy.tracker.view();
+    await burnTipAhead(upstream, 1_000);
+    for (let poll = 0; poll < 3; poll++) {
+      await proxy.tracker.pollOnce();
+      expect([proxy.tracker.view().burnHeight, proxy.tracker.view().finalStacksHeight]).toEqual([before.burnHeight, before.finalStacksHeight]);
+      const recent = await fetchRaw(`${proxy.url}/extended/v2/blocks/${RECORDED.tipHeight - 1}`);
+      expect(recent.headers.get('x-cache-class')).toBe('tip');
+    }
+    upstream.setFailing(null);
+    await proxy.tracker.pollOnce();
+    expect(proxy.tracker.view().burnHeight).toBe(RECORDED.tipBurnHeight);
+  });
 });

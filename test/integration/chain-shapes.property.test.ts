@@ -78,7 +78,26 @@ const chainOp: fc.Arbitrary<ChainOp> = fc.oneof(
 const step: fc.Arbitrary<Step> = fc.record({ op: chainOp, reads: fc.subarray([...READS], { minLength: 3 }) });
 const shape = fc.array(step, { minLength: 3, maxLength: 8 });
 
-function apply(upstream: FakeUpstream, op: ChainOp): void {
+/** The proxy's default finality depth: what a real chain no longer reorganises. */
+const BURN_CONFIRMATIONS = 6;
+
+/**
+ * How many of the top `depth` blocks a reorg may replace: on a real chain only blocks anchored
+ * fewer than BURN_CONFIRMATIONS burn blocks below the burn tip (the premise `final` rests on; a
+ * reorg below it is what final-stays-true would rightly catch, and no honest chain does).
+ */
+async function reorgableDepth(upstream: FakeUpstream, depth: number): Promise<number> {
+  const tip = upstream.tip();
+  let allowed = 0;
+  for (let height = tip.height; height > tip.height - depth && height > 1; height--) {
+    const block = JSON.parse((await fetchRaw(`${upstream.url}/extended/v2/blocks/${height}`)).body.toString()) as { burn_block_height: number };
+    if (tip.burn_tip_height - block.burn_block_height >= BURN_CONFIRMATIONS) break;
+    allowed++;
+  }
+  return allowed;
+}
+
+async function apply(upstream: FakeUpstream, op: ChainOp): Promise<void> {
   switch (op.kind) {
     case 'same-tenure':
       return upstream.advanceTip(op.blocks, { tenure: 'same' });
@@ -93,8 +112,11 @@ function apply(upstream: FakeUpstream, op: ChainOp): void {
     case 'orphan':
       upstream.mineOrphan();
       return;
-    case 'reorg':
-      return upstream.reorg(op.depth);
+    case 'reorg': {
+      const depth = await reorgableDepth(upstream, op.depth);
+      if (depth > 0) upstream.reorg(depth);
+      return;
+    }
   }
 }
 
@@ -320,7 +342,7 @@ describe('the proxy over generated chain shapes', () => {
         try {
           await run.check(0, READS);
           for (const [i, { op, reads }] of steps.entries()) {
-            apply(run.upstream, op);
+            await apply(run.upstream, op);
             await run.check(i + 1, reads);
           }
           if (run.violations.length > 0) throw new Error(report(steps, run));

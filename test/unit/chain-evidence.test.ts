@@ -26,12 +26,29 @@ describe('TipEvidence', () => {
     expect(e.judge(A, tip(50), believedFrom(A, tip(50)))).toEqual({ kind: 'keep' });
   });
 
-  it('holds a jump of the Stacks or the burn height however often the same upstream shows it', () => {
+  it('holds a jump of the Stacks height however often the same upstream shows it', () => {
     const e = evidence();
     const current = believedFrom(A, tip(50));
     for (let poll = 0; poll < 3; poll++) expect(e.judge(A, tip(1050), current)).toEqual({ kind: 'hold' });
-    expect(e.judge(A, tip(51, 1151), current)).toEqual({ kind: 'hold' });
-    expect(e.judge(A, tip(52, 1152), current)).toEqual({ kind: 'hold' }); // a little higher is the same unconfirmed view
+    expect(e.judge(A, tip(61, 1151), current)).toEqual({ kind: 'hold' }); // a little higher is the same unconfirmed view
+  });
+
+  it('believes a Stacks step with a far burn tip (burn blocks a conditional poll did not show), but not its burn tip', () => {
+    const e = evidence();
+    const current = believedFrom(A, tip(50));
+    expect(e.judge(A, tip(51, 1151), current)).toEqual({ kind: 'believe' });
+    expect(e.vouchedBurnHeight(A, 1151, current.tip.burnHeight)).toEqual({ burnHeight: 150, held: true });
+    expect(e.vouchedBurnHeight(A, 160, current.tip.burnHeight)).toEqual({ burnHeight: 160, held: false });
+    expect(e.vouchedBurnHeight(A, 140, current.tip.burnHeight)).toEqual({ burnHeight: 140, held: false });
+    expect(e.vouchedBurnHeight(A, 1151, undefined)).toEqual({ burnHeight: 1151, held: false });
+  });
+
+  it('vouches for a far burn tip that another upstream reports near it', () => {
+    const e = evidence();
+    const current = believedFrom(A, tip(50));
+    e.judge(B, tip(51, 1148), current);
+    expect(e.vouchedBurnHeight(A, 1151, current.tip.burnHeight)).toEqual({ burnHeight: 1151, held: false });
+    expect(e.vouchedBurnHeight(B, 1148, current.tip.burnHeight)).toEqual({ burnHeight: 150, held: true });
   });
 
   it('reports the highest heights any upstream shows now, held jumps included', () => {
