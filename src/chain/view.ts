@@ -11,6 +11,8 @@ export interface ChainTip {
   burnHeight: number;
   /** The tip's block_hash, when the upstream sent it (transactions name their block by it). */
   blockHash?: string;
+  /** The tip block's own anchoring burn height (its burn_block_height), once read; burnHeight is the burn chain's tip. */
+  anchorBurnHeight?: number;
 }
 
 export interface ReorgRecord {
@@ -45,6 +47,8 @@ export interface ChainView {
   tipHash?: string;
   tipHeight?: number;
   burnHeight?: number;
+  /** The believed tip block's anchoring burn height, once read (burnHeight is the burn chain's tip). */
+  tipAnchorBurnHeight?: number;
   /**
    * The finality watermark: a canonical block, verified, at least burnConfirmations burn blocks
    * below the believed burn tip. Data anchored at or below `finalBurnHeight` in a block at or
