@@ -138,7 +138,7 @@ describe("the breaker's log line", () => {
     });
     defer(() => proxy.close());
     upstream.failNext(1, { status: 503, body: '{"error":"The database service is unavailable"}' }, /blocks\/3$/);
-    upstream.failNext(1, 'reset', /\/extended\/v1\/tx\//);
+    upstream.failNext(1, 'reset', new RegExp(RECORDED.confirmedTxId));
     upstream.failNext(1, 'garbage', /blocks\/5$/);
     for (const path of [BLOCK, TX, '/extended/v2/blocks/5']) expect((await fetchRaw(proxy.url + path)).status).toBeGreaterThanOrEqual(500);
 
