@@ -63,6 +63,11 @@ function combineUpstreams(reports: StatusReport[]): Upstream[] {
     // Believed only if every worker's push feed believes it (the metric's min).
     pushFeedBelieved: seen.every((u) => u.pushFeedBelieved === null) ? null : seen.every((u) => u.pushFeedBelieved !== false),
     lastError: newest(seen.map((u) => u.lastError)),
+    // Each worker has its own breaker and its own failures: the newest of all, as many as one worker keeps.
+    recentFailures: seen
+      .flatMap((u) => u.recentFailures)
+      .sort(byAge)
+      .slice(0, Math.max(...seen.map((u) => u.recentFailures.length))),
   }));
 }
 
@@ -104,7 +109,12 @@ function combineChain(reports: StatusReport[]): StatusReport['chain'] {
   const finalities = reports.map((r) => r.chain.finality).filter((f) => f !== null);
   return {
     // The highest tip any worker believes (the metric's max), with the youngest age (the metric's min).
-    tip: highest && { ...highest, ageSeconds: Math.min(...tips.map((tip) => tip.ageSeconds)) },
+    // Its anchor from any worker that has read it for that same block (each reads it for itself).
+    tip: highest && {
+      ...highest,
+      anchorBurnHeight: tips.find((tip) => tip.indexBlockHash === highest.indexBlockHash && tip.anchorBurnHeight !== null)?.anchorBurnHeight ?? null,
+      ageSeconds: Math.min(...tips.map((tip) => tip.ageSeconds)),
+    },
     finality: finalities.reduce<StatusReport['chain']['finality']>((best, f) => (best === null || f.stacksHeight > best.stacksHeight ? f : best), null),
     lastPollError: newest(reports.map((r) => r.chain.lastPollError)),
     reorgs: combineReorgs(reports),

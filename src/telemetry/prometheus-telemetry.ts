@@ -15,6 +15,7 @@ import { StateReader, type StateSources } from './state-gauges.js';
 import { StatusRecord, type ClassCount, type FailureRecord, type PurgeRecord, type ReorgEvent } from './status-record.js';
 import type {
   BackgroundRefreshOutcome,
+  BreakerFailure,
   LookupResult,
   PrimaryFlightOutcome,
   PushKind,
@@ -403,9 +404,16 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.logger.debug({ route, upstream, reason }, 'retrying upstream request');
   }
 
-  breakerChanged(upstream: string, state: 'open' | 'closed'): void {
+  breakerChanged(upstream: string, state: 'open' | 'closed', failures?: readonly BreakerFailure[]): void {
     this.m.upstreamBreakerOpen.set({ upstream }, state === 'open' ? 1 : 0);
-    this.logger.warn({ upstream, state }, state === 'open' ? 'upstream circuit breaker opened' : 'upstream circuit breaker closed');
+    if (state === 'closed') {
+      this.logger.warn({ upstream, state }, 'upstream circuit breaker closed');
+      return;
+    }
+    // Why it opened, in the line itself: the kinds and routes in the message (for a plain reader),
+    // each failure's own words in `failures` (bounded by health.ts: failureThreshold of them, cut).
+    const opened = failures && failures.length > 0 ? { upstream, state, failures } : { upstream, state };
+    this.logger.warn(opened, breakerOpenedMessage(failures ?? []));
   }
 
   lagChanged(upstream: string, lagging: boolean, lagBlocks: number): void {
@@ -536,4 +544,11 @@ class PrometheusTelemetry implements ProxyTelemetry {
     this.m.wsClientDrops.labels({ channel, reason }).inc();
     this.logger.debug({ channel, reason }, 'fan-out client dropped over a bound');
   }
+}
+
+/** "upstream circuit breaker opened after 3 failures in a row: timeout on block, 5xx on chain_tip, …". */
+export function breakerOpenedMessage(failures: readonly BreakerFailure[]): string {
+  if (failures.length === 0) return 'upstream circuit breaker opened';
+  const named = failures.map((f) => `${f.kind} on ${f.route}`).join(', ');
+  return `upstream circuit breaker opened after ${failures.length} ${failures.length === 1 ? 'failure' : 'failures in a row'}: ${named}`;
 }

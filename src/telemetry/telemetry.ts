@@ -43,6 +43,14 @@ export interface ServedRequest {
   refused?: boolean;
 }
 
+/** One of the failures that opened a circuit breaker: its kind, its request's route id, what it met, and how long before the opening. */
+export interface BreakerFailure {
+  kind: string;
+  route: string;
+  message: string;
+  ageMs: number;
+}
+
 export interface TipLike {
   height: number;
   /** The burn chain's tip, as the upstream's status reports it. */
@@ -95,7 +103,8 @@ export interface Telemetry {
   upstreamAnswered(upstream: string, route: string, status: number, seconds: number, failure?: { kind: string; message: string }): void;
   upstreamFailed(upstream: string, route: string, error: { kind: string; message: string }): void;
   upstreamRetried(upstream: string, route: string, reason: string): void;
-  breakerChanged(upstream: string, state: 'open' | 'closed'): void;
+  /** `failures`, on opening: the failures in a row that opened it, oldest first (logged with the change). */
+  breakerChanged(upstream: string, state: 'open' | 'closed', failures?: readonly BreakerFailure[]): void;
   lagChanged(upstream: string, lagging: boolean, lagBlocks: number): void;
 
   /** A new chain tip (which also means the poll succeeded). */

@@ -296,7 +296,7 @@ export class UpstreamClient {
       return { response: answer, verdict: verdict.kind, seconds };
     } catch (error) {
       const failure = classifyTransportError(error, upstream.origin);
-      this.health.recordFailure(upstream.origin, failure.message);
+      this.health.recordFailure(upstream.origin, { kind: failure.kind, route, message: failure.message });
       this.telemetry.upstreamFailed(upstream.origin, route, failure);
       throw failure;
     } finally {
@@ -309,13 +309,15 @@ export class UpstreamClient {
   private answered(origin: string, route: string, sent: Sent, options: { healthCheck?: boolean } = {}): void {
     this.telemetry.upstreamAnswered(origin, route, sent.response.status, sent.seconds);
     if (sent.verdict === 'answer') this.health.recordSuccess(origin, options);
-    else if (options.healthCheck) this.health.recordFailure(origin, `${origin} answered ${sent.response.status} to ${route}`);
+    // A refused poll is an answer that is not what it should be: `invalid`, as the tracker names it.
+    else if (options.healthCheck)
+      this.health.recordFailure(origin, { kind: 'invalid', route, message: `${origin} answered ${sent.response.status} to ${route}` });
     else this.health.release(origin);
   }
 
   /** An answer the caller found invalid for what it asked: a failure of that upstream. */
   private rejected(origin: string, route: string, error: UpstreamError): void {
-    this.health.recordFailure(origin, error.message);
+    this.health.recordFailure(origin, { kind: error.kind, route, message: error.message });
     this.telemetry.upstreamFailed(origin, route, error);
   }
 
@@ -324,7 +326,7 @@ export class UpstreamClient {
     if (failure.kind === 'rate_limited') {
       this.health.rateLimited(origin, retryAfterMs(answer.headers['retry-after'], this.clock(), this.retryAfterSettings()));
     }
-    this.health.recordFailure(origin, failure.message);
+    this.health.recordFailure(origin, { kind: failure.kind, route, message: failure.message });
     this.telemetry.upstreamAnswered(origin, route, answer.status, seconds, failure);
   }
 

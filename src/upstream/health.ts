@@ -7,6 +7,7 @@
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import type { Clock } from '../clock.js';
 import { CircuitBreaker, type BreakerSettings, type BreakerState } from './breaker.js';
+import { RecentFailures, type RecentFailure, type UpstreamFailure } from './recent-failures.js';
 
 export interface HealthSettings extends BreakerSettings {
   /** An upstream more than this many blocks behind the best tip is not read from. */
@@ -23,6 +24,8 @@ export interface HealthStatus {
   usable: boolean;
   /** Its last failure (what /ready and the status page show), and how long ago it was. */
   lastError?: { message: string; ageMs: number };
+  /** Its failures since its last success, oldest first, at most failureThreshold: while the breaker is open, those that opened it. */
+  recentFailures: RecentFailure[];
 }
 
 /** Longest failure message kept: an upstream's error text is not trusted to be short. */
@@ -36,6 +39,7 @@ interface Tracked {
   /** Until then (clock time) the upstream is sent nothing: it answered 429. */
   limitedUntil: number;
   lastError?: { message: string; at: number };
+  failures: RecentFailures;
 }
 
 export class UpstreamHealth {
@@ -47,7 +51,14 @@ export class UpstreamHealth {
     private readonly clock: Clock,
     private readonly telemetry: Telemetry = noopTelemetry,
   ) {
-    this.upstreams = origins.map((origin) => ({ origin, breaker: new CircuitBreaker(settings), lagging: false, limitedUntil: 0 }));
+    this.upstreams = origins.map((origin) => ({
+      origin,
+      breaker: new CircuitBreaker(settings),
+      lagging: false,
+      limitedUntil: 0,
+      // As many as it takes to open the breaker: the opened log line names every one of them.
+      failures: new RecentFailures(settings.failureThreshold),
+    }));
   }
 
   status(): HealthStatus[] {
@@ -60,6 +71,7 @@ export class UpstreamHealth {
       rateLimitedMs: u.limitedUntil > now ? u.limitedUntil - now : undefined,
       usable: this.isUsable(u, now),
       lastError: u.lastError ? { message: u.lastError.message, ageMs: Math.max(0, now - u.lastError.at) } : undefined,
+      recentFailures: u.failures.list(now),
     }));
   }
 
@@ -153,15 +165,21 @@ export class UpstreamHealth {
     const upstream = this.find(origin);
     if (!upstream) return;
     if (options.healthCheck && upstream.breaker.state(this.clock()) === 'open') return;
+    upstream.failures.clear();
     if (upstream.breaker.onSuccess()) this.telemetry.breakerChanged(origin, 'closed');
   }
 
-  /** A failed attempt; `cause` says what it met (kept as the upstream's last error). */
-  recordFailure(origin: string, cause?: string): void {
+  /**
+   * A failed attempt: what it met is kept as the upstream's last error and among its recent
+   * failures, which the breaker's "opened" event carries when this failure opens it.
+   */
+  recordFailure(origin: string, failure: UpstreamFailure): void {
     const upstream = this.find(origin);
     if (!upstream) return;
-    if (cause !== undefined) upstream.lastError = { message: cause.slice(0, MAX_ERROR_MESSAGE_CHARS), at: this.clock() };
-    if (upstream.breaker.onFailure(this.clock())) this.telemetry.breakerChanged(origin, 'open');
+    const now = this.clock();
+    upstream.lastError = { message: failure.message.slice(0, MAX_ERROR_MESSAGE_CHARS), at: now };
+    upstream.failures.add(failure, now);
+    if (upstream.breaker.onFailure(now)) this.telemetry.breakerChanged(origin, 'open', upstream.failures.list(now));
   }
 
   private find(origin: string): Tracked | undefined {

@@ -4,6 +4,7 @@
  * restarted; a thousand concurrent misses on one and on two instances. Assertions are on
  * client results, upstream request counts and metrics, never on timings.
  */
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { RECORDED, startRedis, type FakeUpstream, type TestRedis } from '../../testkit/index.js';
 import { useCleanups } from '../support/cleanups.js';
@@ -120,6 +121,46 @@ describe('two upstreams', () => {
     expect(await metricValue(proxy, 'stacks_proxy_upstream_up', { upstream: lagging.url })).toBe(1);
     expect((await fetchRaw(`${proxy.url}/extended/v2/blocks/4`)).status).toBe(200);
     expect(lagging.count('/extended/v2/blocks/4')).toBe(1);
+  });
+});
+
+describe("the breaker's log line", () => {
+  it('names the failures that opened it: each kind, route and message, in the order they came', async () => {
+    const upstream = await upstreamFake();
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    // One attempt per request, so each request is one failure; no block learning, whose reads
+    // could succeed in between (a success starts the count again).
+    const proxy = await startTestProxy({
+      upstreamUrls: [upstream.url],
+      logger,
+      overrides: { ...FAST, upstream: { ...FAST.upstream, failureThreshold: 3, maxAttempts: 1 }, activity: { learnBlocks: false } },
+    });
+    defer(() => proxy.close());
+    upstream.failNext(1, { status: 503, body: '{"error":"The database service is unavailable"}' }, /blocks\/3$/);
+    upstream.failNext(1, 'reset', new RegExp(RECORDED.confirmedTxId));
+    upstream.failNext(1, 'garbage', /blocks\/5$/);
+    for (const path of [BLOCK, TX, '/extended/v2/blocks/5']) expect((await fetchRaw(proxy.url + path)).status).toBeGreaterThanOrEqual(500);
+
+    const opened = lines.filter((line) => String(line.msg).startsWith('upstream circuit breaker opened'));
+    expect(opened).toHaveLength(1);
+    expect(opened[0]).toMatchObject({
+      level: 40,
+      upstream: new URL(upstream.url).origin,
+      state: 'open',
+      msg: 'upstream circuit breaker opened after 3 failures in a row: 5xx on block, reset on tx_by_id, invalid on block',
+    });
+    const failures = opened[0]?.failures as Array<{ kind: string; route: string; message: string; ageMs: number }>;
+    expect(failures.map((f) => [f.kind, f.route])).toEqual([
+      ['5xx', 'block'],
+      ['reset', 'tx_by_id'],
+      ['invalid', 'block'],
+    ]);
+    expect(failures[0]?.message).toContain('503');
+    for (const failure of failures) {
+      expect(failure.message).toContain(new URL(upstream.url).origin);
+      expect(failure.ageMs).toBeGreaterThanOrEqual(0);
+    }
   });
 });
 

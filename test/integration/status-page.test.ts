@@ -20,8 +20,12 @@ let proxy: ProxyServer;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  // A fast tip poll: the page must follow the chain within seconds.
-  proxy = await startTestProxy({ upstreamUrls: [upstream.url], overrides: { admin: { token: TOKEN }, chainTip: { pollIntervalMs: 100 } } });
+  // A fast tip poll: the page must follow the chain within seconds; a short breaker cool-down,
+  // so the upstream is back within a second of a test's failures ending.
+  proxy = await startTestProxy({
+    upstreamUrls: [upstream.url],
+    overrides: { admin: { token: TOKEN }, chainTip: { pollIntervalMs: 100 }, upstream: { cooldownMs: 500 } },
+  });
 });
 afterAll(async () => {
   await proxy?.close();
@@ -31,7 +35,7 @@ afterAll(async () => {
 interface Status {
   generatedAt: string;
   chain: {
-    tip: { height: number; indexBlockHash: string; burnHeight: number; ageSeconds: number } | null;
+    tip: { height: number; indexBlockHash: string; burnHeight: number; anchorBurnHeight: number | null; ageSeconds: number } | null;
     finality: { stacksHeight: number; burnHeight: number } | null;
     lastPollError: { message: string; upstream: string | null } | null;
     reorgs: { total: number; recent: Array<{ forkHeight: number; from: { height: number }; to: { height: number } }> };
@@ -43,6 +47,7 @@ interface Status {
     tipHeight: number | null;
     lagBlocks: number | null;
     lastError: { kind: string; message: string; route: string } | null;
+    recentFailures: Array<{ kind: string; message: string; route: string; ageSeconds: number }>;
   }>;
   traffic: { requests: number; requestsPerSecond: number | null; upstreamRequests: number; upstreamRequestsPerSecond: number | null };
   hitRatio: { overall: Results; byClass: Record<string, Results>; byRoute: Record<string, Results> };
@@ -128,6 +133,11 @@ describe('the JSON', () => {
     const first = await statusWhen((s) => s.chain.tip?.height === upstream.tip().height, 'the first tip');
     expect(first.chain.tip?.indexBlockHash).toBe(upstream.tip().index_block_hash);
     expect(first.chain.tip?.burnHeight).toBe(upstream.tip().burn_block_height);
+    // The tip block's own anchor, once the chain model has read it (null until then).
+    const tipBlock = JSON.parse((await fetchRaw(`${upstream.url}/extended/v2/blocks/${upstream.tip().index_block_hash}`)).body.toString()) as {
+      burn_block_height: number;
+    };
+    expect([null, tipBlock.burn_block_height]).toContain(first.chain.tip?.anchorBurnHeight);
     expect(first.upstreams).toHaveLength(1);
     expect(first.upstreams[0]).toMatchObject({
       origin: new URL(upstream.url).origin,
@@ -136,6 +146,7 @@ describe('the JSON', () => {
       tipHeight: upstream.tip().height,
       lagBlocks: 0,
       lastError: null,
+      recentFailures: [],
     });
 
     upstream.advanceTip(2);
@@ -174,6 +185,14 @@ describe('the JSON', () => {
       // The text as the upstream sent it: escaping is the page's job, never the data's.
       expect(error?.message).toContain(`answered 401 without a chain_tip: ${HOSTILE}`);
       expect(failed.chain.lastPollError?.upstream).toBe(new URL(upstream.url).origin);
+      // The refused polls are its failures since its last success (waited for: any other read
+      // that succeeds in between, such as the block learner's, starts the list over).
+      const listed = await statusWhen((s) => (s.upstreams[0]?.recentFailures.length ?? 0) > 0, 'the refused poll among the recent failures');
+      expect(listed.upstreams[0]?.recentFailures[0]).toMatchObject({
+        kind: 'invalid',
+        route: 'chain_tip',
+        message: expect.stringContaining('answered 401 to chain_tip'),
+      });
     } finally {
       upstream.setFailing(null);
     }
@@ -184,6 +203,8 @@ describe('the JSON', () => {
     } finally {
       upstream.setFailing(null);
     }
+    // A good poll is a success: the list starts over.
+    await statusWhen((s) => s.upstreams[0]?.recentFailures.length === 0, 'the failures cleared by a good poll');
   });
 
   it('lists purges carried out here', async () => {

@@ -1,9 +1,10 @@
 /**
  * The status page in a real headless browser (Debian's Chromium driven by playwright-core): it
- * renders, shows the tip the fake upstream reports, shows the next tip within 3 s of the fake's
- * chain advancing (the DOM is polled, no fixed sleeps), and shows an upstream's error text as
- * text (markup in it is never parsed), all under the page's strict Content-Security-Policy
- * (any violation would be reported on the console, which the test collects).
+ * renders, shows the tip the fake upstream reports (its burn tip and the tip block's anchor side
+ * by side), shows the next tip within 3 s of the fake's chain advancing (the DOM is polled, no
+ * fixed sleeps), and shows an upstream's error text as text (markup in it is never parsed) with
+ * the failures since its last success, all under the page's strict Content-Security-Policy (any
+ * violation would be reported on the console, which the test collects).
  * Needs /usr/bin/chromium (apt-get install chromium); STATUS_PAGE_SCREENSHOT=<path> saves a
  * screenshot of the page.
  */
@@ -14,6 +15,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import type { ProxyServer } from '../../src/composition-root.js';
+import { tipAnchorText } from '../../src/http/admin/status-page.js';
 import { startTestProxy } from '../support/proxy-harness.js';
 import { fetchRaw } from '../support/http.js';
 
@@ -85,6 +87,11 @@ describe('the status page in Chromium', () => {
     await untilText('#tip-height', (v) => v === heightText(upstream.tip().height), 10_000);
     expect(await text('#tip-hash')).toBe(upstream.tip().index_block_hash);
     expect(await text('#tip-burn')).toBe(heightText(upstream.tip().burn_block_height));
+    // Next to the burn tip: the tip block's own anchor once the chain model has read it, "unknown" until then.
+    const tipBlock = JSON.parse((await fetchRaw(`${upstream.url}/extended/v2/blocks/${upstream.tip().index_block_hash}`)).body.toString()) as {
+      burn_block_height: number;
+    };
+    expect(['unknown (not read yet)', tipAnchorText(upstream.tip().burn_block_height, tipBlock.burn_block_height)]).toContain(await text('#tip-anchor'));
     await untilText('#connection', (v) => v === 'live', 5_000);
     const origin = new URL(upstream.url).origin;
     expect(await page.locator(`#upstreams tr[data-origin="${origin}"]`).count()).toBe(1);
@@ -113,6 +120,9 @@ describe('the status page in Chromium', () => {
       expect(await page.locator('#upstreams img').count()).toBe(0);
       expect(await page.title()).toBe('stacks-cache-proxy status');
       expect(await text('#poll-error')).toContain(HOSTILE);
+      // The failures since its last success, listed under the last error.
+      const failures = await untilText(`${cell} .recent-failures`, (v) => v.includes('invalid on chain_tip'), 10_000);
+      expect(failures).toMatch(/since its last success, newest first:/);
       const screenshot = process.env.STATUS_PAGE_SCREENSHOT;
       if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
     } finally {

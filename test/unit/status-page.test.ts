@@ -1,10 +1,12 @@
 /**
  * The status page's pure parts: counter rates sampled over a window (status-rates.ts), the
- * report's hit ratios and fields (status-report.ts), and the bounded record of last failures,
- * purges and reorgs (telemetry/status-record.ts).
+ * report's hit ratios and fields (status-report.ts), the page's words for the tip block's anchor
+ * (status-page.ts), and the bounded record of last failures, purges and reorgs
+ * (telemetry/status-record.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { CounterRates, MIN_GAP_MS } from '../../src/http/admin/status-rates.js';
+import { STATUS_HTML, STATUS_JS, tipAnchorText } from '../../src/http/admin/status-page.js';
 import { statusReport } from '../../src/http/admin/status-report.js';
 import { RECENT_KEPT, StatusRecord } from '../../src/telemetry/status-record.js';
 import { statusCounts, statusSources } from '../support/status-sources.js';
@@ -54,7 +56,7 @@ const counts = statusCounts;
 const sources = statusSources;
 
 type Report = {
-  chain: { tip: { height: number; ageSeconds: number } | null; finality: unknown; lastPollError: unknown };
+  chain: { tip: { height: number; burnHeight: number; anchorBurnHeight: number | null; ageSeconds: number } | null; finality: unknown; lastPollError: unknown };
   upstreams: Array<Record<string, unknown>>;
   traffic: Record<string, unknown>;
   hitRatio: { overall: Record<string, unknown>; byClass: Record<string, Record<string, unknown>>; byRoute: Record<string, Record<string, unknown>> };
@@ -114,6 +116,67 @@ describe('statusReport', () => {
     });
     expect(report.cache.redis).toEqual({ keys: 5, usedMemoryBytes: null, evictedKeys: 0, maxBytes: 0 });
     expect(report.live).toEqual({ pushFeed: true, fanout: true, fanoutClients: { rpc: 2, socketIo: 0 } });
+  });
+});
+
+describe("statusReport: the burn tip and the tip block's anchor", () => {
+  const tip = { height: 10, indexBlockHash: '0xabc', burnHeight: 666_146 };
+
+  it('gives both, from the tip or from the chain view of that same tip', () => {
+    const own = statusReport(sources({ tip: { ...tip, anchorBurnHeight: 666_122 } })) as unknown as Report;
+    expect(own.chain.tip).toMatchObject({ burnHeight: 666_146, anchorBurnHeight: 666_122 });
+    const viewed = statusReport(sources({ tip, chain: { reorgs: [], tipHash: '0xabc', tipAnchorBurnHeight: 666_140 } })) as unknown as Report;
+    expect(viewed.chain.tip).toMatchObject({ burnHeight: 666_146, anchorBurnHeight: 666_140 });
+  });
+
+  it('says null while it is not read, and never takes the anchor of a view of another tip', () => {
+    expect((statusReport(sources({ tip })) as unknown as Report).chain.tip?.anchorBurnHeight).toBeNull();
+    const other = statusReport(sources({ tip, chain: { reorgs: [], tipHash: '0xdef', tipAnchorBurnHeight: 666_140 } })) as unknown as Report;
+    expect(other.chain.tip?.anchorBurnHeight).toBeNull();
+  });
+});
+
+describe("the page's words for the tip block's anchor (tipAnchorText)", () => {
+  it('names the anchor and how many burn blocks came without a Stacks block since', () => {
+    expect(tipAnchorText(666_146, 666_122)).toBe('666,122 (24 burn blocks without a Stacks block yet)');
+    expect(tipAnchorText(101, 100)).toBe('100 (1 burn block without a Stacks block yet)');
+    expect(tipAnchorText(100, 100)).toBe('100 (the burn tip)');
+  });
+
+  it('says "unknown" before the anchor is read, and states an anchor above the burn tip read as it is', () => {
+    expect(tipAnchorText(100, null)).toBe('unknown (not read yet)');
+    expect(tipAnchorText(100, undefined)).toBe('unknown (not read yet)');
+    expect(tipAnchorText(100, 102)).toBe('102 (2 above the burn tip last read)');
+  });
+
+  it('is what the page runs, next to the burn tip', () => {
+    expect(STATUS_JS).toContain(tipAnchorText.toString());
+    expect(STATUS_JS).toContain("setText('tip-anchor', tip ? tipAnchorText(tip.burnHeight, tip.anchorBurnHeight) : '–')");
+    expect(STATUS_HTML).toContain('<dt>Burn tip</dt><dd id="tip-burn">–</dd>\n      <dt>Tip block anchored at</dt><dd id="tip-anchor">–</dd>');
+    // Its source is plain script the browser parses with the rest.
+    expect(() => new Function(STATUS_JS)).not.toThrow();
+  });
+});
+
+describe("statusReport: an upstream's recent failures", () => {
+  it('lists them newest first with their ages, next to the last error; none when the upstream reports none', () => {
+    const recentFailures = [
+      { kind: 'timeout', route: 'block', message: 'timeout from http://a', ageMs: 4_000 },
+      { kind: '5xx', route: 'chain_tip', message: 'status 502 from http://a', ageMs: 1_500 },
+    ];
+    const report = statusReport(
+      sources({
+        upstreams: [
+          { origin: 'http://a', usable: false, breaker: 'open', recentFailures },
+          { origin: 'http://b', usable: true, breaker: 'closed' },
+        ],
+      }),
+    ) as unknown as Report;
+    expect(report.upstreams[0]?.recentFailures).toEqual([
+      { kind: '5xx', route: 'chain_tip', message: 'status 502 from http://a', ageSeconds: 1.5 },
+      { kind: 'timeout', route: 'block', message: 'timeout from http://a', ageSeconds: 4 },
+    ]);
+    expect(report.upstreams[1]?.recentFailures).toEqual([]);
   });
 });
 

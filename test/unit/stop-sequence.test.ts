@@ -40,6 +40,7 @@ const status = (origin: string, extra: Partial<UpstreamStatus> = {}): UpstreamSt
   usable: true,
   inFlight: 0,
   queued: 0,
+  recentFailures: [],
   ...extra,
 });
 

@@ -203,6 +203,24 @@ describe('domain events', () => {
     ]);
   });
 
+  it('breakerChanged names the failures that opened the breaker in its line: kinds and routes in the message, their words in `failures`', () => {
+    const { telemetry, lines } = telemetryWithLog();
+    const failures = [
+      { kind: 'timeout', route: 'block', message: 'timeout from http://a: request deadline passed', ageMs: 40 },
+      { kind: '5xx', route: 'chain_tip', message: 'status 502 from http://a', ageMs: 0 },
+    ];
+    telemetry.breakerChanged('http://a', 'open', failures);
+    expect(lines).toEqual([
+      {
+        level: LEVEL.warn,
+        upstream: 'http://a',
+        state: 'open',
+        failures,
+        msg: 'upstream circuit breaker opened after 2 failures in a row: timeout on block, 5xx on chain_tip',
+      },
+    ]);
+  });
+
   it('lagChanged warns when an upstream falls behind and when it catches up', () => {
     const { telemetry, lines } = telemetryWithLog();
     telemetry.lagChanged('http://a', true, 4);

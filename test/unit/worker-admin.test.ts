@@ -9,7 +9,7 @@ import { combineCacheStats } from '../../src/cluster/combine-cache-stats.js';
 import { combineReadiness } from '../../src/cluster/combine-readiness.js';
 import { cacheStats } from '../../src/http/admin/cache-stats.js';
 import { combineStatusReports } from '../../src/cluster/combine-status-reports.js';
-import { statusReport, type StatusSources } from '../../src/http/admin/status-report.js';
+import { statusReport, type StatusReport, type StatusSources } from '../../src/http/admin/status-report.js';
 import { statusCounts, statusSources } from '../support/status-sources.js';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
@@ -182,7 +182,7 @@ describe('combineStatusReports', () => {
     // The single-process fields, same meaning.
     expect(Object.keys(c)).toEqual([...Object.keys(one), 'workers']);
     expect(c.generatedAt).toBe(two.generatedAt);
-    expect(c.chain.tip).toEqual({ height: 11, indexBlockHash: '0xdef', blockHash: null, burnHeight: 5, ageSeconds: 0.5 });
+    expect(c.chain.tip).toEqual({ height: 11, indexBlockHash: '0xdef', blockHash: null, burnHeight: 5, anchorBurnHeight: null, ageSeconds: 0.5 });
     expect(c.chain.reorgs).toEqual({ total: 1, purgedEntries: 5, recent: [{ ...reorg, ageSeconds: 6 }] });
     expect(c.traffic).toEqual({ requests: 30, requestsPerSecond: 3, upstreamRequests: 12, upstreamRequestsPerSecond: 3, rateWindowSeconds: 10 });
     expect(c.hitRatio.overall).toMatchObject({ hit: 26, miss: 4, total: 30, hitRatio: 26 / 30 });
@@ -207,6 +207,39 @@ describe('combineStatusReports', () => {
     expect(rest).toEqual(one);
     expect(workers).toHaveLength(1);
     expect(combineStatusReports([{ id: 1, pid: 101, error: 'x' }])).toBeUndefined();
+  });
+
+  it("takes the tip block's anchor from any worker that read it for that block", () => {
+    const tip = { height: 11, indexBlockHash: '0xdef', burnHeight: 7 };
+    const unread = report({ tip });
+    const read = report({ tip: { ...tip, anchorBurnHeight: 5 } });
+    const older = report({ tip: { height: 10, indexBlockHash: '0xabc', burnHeight: 7, anchorBurnHeight: 6 } });
+    const combine = (...reports: StatusReport[]) => combineStatusReports(reports.map((r, i) => ({ id: i + 1, pid: i + 1, report: r })))!.chain.tip;
+    expect(combine(unread, read)).toMatchObject({ height: 11, burnHeight: 7, anchorBurnHeight: 5 });
+    // Another block's anchor is not this one's.
+    expect(combine(unread, older)).toMatchObject({ height: 11, anchorBurnHeight: null });
+  });
+
+  it("lists the newest of every worker's recent failures of an upstream, as many as one worker keeps", () => {
+    const failing = (ages: number[]) =>
+      report({
+        upstreams: [
+          {
+            origin: 'http://a',
+            usable: false,
+            breaker: 'open',
+            recentFailures: ages.map((ageMs) => ({ kind: 'timeout', route: `r${ageMs}`, message: 'm', ageMs })),
+          },
+        ],
+      });
+    const [upstream] = combineStatusReports([
+      { id: 1, pid: 1, report: failing([3_000, 1_000]) },
+      { id: 2, pid: 2, report: failing([2_000, 500]) },
+    ])!.upstreams;
+    expect(upstream?.recentFailures.map((f) => [f.route, f.ageSeconds])).toEqual([
+      ['r500', 0.5],
+      ['r1000', 1],
+    ]);
   });
 
   it('takes the shared Redis from a worker that reached it', () => {

@@ -32,7 +32,8 @@ export const STATUS_HTML = `<!doctype html>
     <div class="big"><span id="tip-height">–</span></div>
     <dl>
       <dt>Index block hash</dt><dd class="mono" id="tip-hash">–</dd>
-      <dt>Burn height</dt><dd id="tip-burn">–</dd>
+      <dt>Burn tip</dt><dd id="tip-burn">–</dd>
+      <dt>Tip block anchored at</dt><dd id="tip-anchor">–</dd>
       <dt>Age</dt><dd id="tip-age">–</dd>
       <dt>Finality watermark</dt><dd id="finality">–</dd>
       <dt>Last tip poll error</dt><dd id="poll-error" class="muted">none</dd>
@@ -127,6 +128,8 @@ td.error-text { max-width: 460px; overflow-wrap: anywhere; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; border: 1px solid currentColor; }
 .ok { color: var(--ok); } .warn { color: var(--warn); } .bad { color: var(--bad); } .unknown { color: var(--muted); }
 .error-text { color: var(--bad); }
+.recent-failures { margin-top: 6px; font-size: 12px; }
+.recent-failures ul { margin: 2px 0 0; padding-left: 16px; }
 .events { list-style: none; margin: 6px 0 0; padding: 0; max-height: 220px; overflow-y: auto; }
 .events li { padding: 4px 0; border-bottom: 1px solid var(--line); }
 .bar { height: 6px; background: var(--line); border-radius: 3px; overflow: hidden; margin: 4px 0 10px; }
@@ -135,6 +138,21 @@ td.error-text { max-width: 460px; overflow-wrap: anywhere; }
 footer { padding: 4px 20px 20px; }
 a { color: var(--accent); }
 `;
+
+/**
+ * What the page says of the tip block's anchor next to the burn tip (upstream-contract §5: the
+ * burn tip runs ahead of the tip block's anchor whenever burn blocks come without a Stacks block,
+ * which is no fault). Written once here: the unit tests call it, and STATUS_JS carries its source
+ * (so it must stay self-contained plain JavaScript: no helper, no nested function).
+ */
+export function tipAnchorText(burnHeight: number, anchorBurnHeight: number | null | undefined): string {
+  if (anchorBurnHeight === null || anchorBurnHeight === undefined) return 'unknown (not read yet)';
+  const anchor = anchorBurnHeight.toLocaleString('en-US');
+  const gap = burnHeight - anchorBurnHeight;
+  if (gap === 0) return anchor + ' (the burn tip)';
+  if (gap < 0) return anchor + ' (' + (-gap).toLocaleString('en-US') + ' above the burn tip last read)';
+  return anchor + ' (' + gap.toLocaleString('en-US') + (gap === 1 ? ' burn block' : ' burn blocks') + ' without a Stacks block yet)';
+}
 
 /**
  * The page's script. Plain ES2019 for any current browser; kept short. It never assigns
@@ -186,6 +204,8 @@ export const STATUS_JS = `'use strict';
     return td;
   }
 
+  ${tipAnchorText.toString()}
+
   function renderChain(chain) {
     var tip = chain.tip;
     setText('tip-height', tip ? num(tip.height) : 'not known yet');
@@ -193,6 +213,7 @@ export const STATUS_JS = `'use strict';
     hash.textContent = tip ? tip.indexBlockHash : '–';
     hash.title = tip && tip.blockHash ? 'block_hash ' + tip.blockHash : '';
     setText('tip-burn', tip ? num(tip.burnHeight) : '–');
+    setText('tip-anchor', tip ? tipAnchorText(tip.burnHeight, tip.anchorBurnHeight) : '–');
     setText('tip-age', tip ? age(tip.ageSeconds) : '–');
     setText('finality', chain.finality ? 'Stacks ' + num(chain.finality.stacksHeight) + ' / burn ' + num(chain.finality.burnHeight) : 'not established yet');
     var poll = chain.lastPollError;
@@ -212,10 +233,23 @@ export const STATUS_JS = `'use strict';
     setText('traffic-totals', num(traffic.requests) + ' requests and ' + num(traffic.upstreamRequests) + ' upstream requests since start; rates over the last ' + traffic.rateWindowSeconds + ' s');
   }
 
+  // What opened a breaker (or may yet): the failures in a row since the upstream last answered well.
+  function recentFailures(failures) {
+    var box = el('div', 'recent-failures');
+    box.appendChild(el('div', 'muted', failures.length + (failures.length === 1 ? ' failure' : ' failures in a row') + ' since its last success, newest first:'));
+    var list = el('ul');
+    failures.forEach(function (f) {
+      list.appendChild(el('li', null, f.kind + ' on ' + f.route + ', ' + age(f.ageSeconds) + ' ago: ' + f.message));
+    });
+    box.appendChild(list);
+    return box;
+  }
+
   function renderUpstreams(upstreams) {
     replaceChildren(byId('upstreams'), upstreams.map(function (u) {
       var error = el('td', u.lastError ? 'error-text' : 'muted');
       error.textContent = u.lastError ? u.lastError.kind + ': ' + u.lastError.message + ' (' + u.lastError.route + ', ' + age(u.lastError.ageSeconds) + ' ago)' : 'none';
+      if (u.recentFailures && u.recentFailures.length > 0) error.appendChild(recentFailures(u.recentFailures));
       var tr = row([
         el('span', 'mono', u.origin),
         badge(u.usable ? 'usable' : 'not used', u.usable ? 'ok' : 'bad'),

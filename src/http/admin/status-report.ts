@@ -16,6 +16,8 @@ export interface UpstreamStatus {
   rateLimitedMs?: number;
   inFlight?: number;
   queued?: number;
+  /** Its failures since its last success, oldest first (health.ts): while its breaker is open, those that opened it. */
+  recentFailures?: ReadonlyArray<{ kind: string; route: string; message: string; ageMs: number }>;
 }
 
 export interface StatusSources {
@@ -95,7 +97,12 @@ interface Aged {
 export interface StatusReport {
   generatedAt: string;
   chain: {
-    tip: { height: number; indexBlockHash: string; blockHash: string | null; burnHeight: number; ageSeconds: number } | null;
+    /**
+     * `burnHeight` is the burn chain's tip (GET /extended); `anchorBurnHeight` the tip block's own
+     * anchor (its burn_block_height), often lower (burn blocks without a Stacks block yet), null
+     * until read.
+     */
+    tip: { height: number; indexBlockHash: string; blockHash: string | null; burnHeight: number; anchorBurnHeight: number | null; ageSeconds: number } | null;
     finality: { stacksHeight: number; burnHeight: number } | null;
     lastPollError: ({ message: string; upstream: string | null } & Aged) | null;
     reorgs: { total: number; purgedEntries: number; recent: Array<{ forkHeight: number; from: ReorgEnd; to: ReorgEnd } & Aged> };
@@ -111,6 +118,8 @@ export interface StatusReport {
     queued: number | null;
     pushFeedBelieved: boolean | null;
     lastError: ({ kind: string; message: string; route: string } & Aged) | null;
+    /** Its failures since its last success, newest first, at most upstream.failureThreshold: while the breaker is open, those that opened it. */
+    recentFailures: Array<{ kind: string; message: string; route: string } & Aged>;
   }>;
   traffic: {
     requests: number;
@@ -151,6 +160,7 @@ export function statusReport(sources: StatusSources): StatusReport {
             indexBlockHash: tip.indexBlockHash,
             blockHash: tip.blockHash ?? null,
             burnHeight: tip.burnHeight,
+            anchorBurnHeight: anchorOf(tip, chain) ?? null,
             ageSeconds: counts.tipAgeSeconds,
           }
         : null,
@@ -179,6 +189,8 @@ export function statusReport(sources: StatusSources): StatusReport {
         queued: u.queued ?? null,
         pushFeedBelieved: believed ?? null,
         lastError: failure ? { kind: failure.kind, message: failure.message, route: failure.route, ageSeconds: ageSeconds(now, failure.at) } : null,
+        // Newest first, as every other list of the report.
+        recentFailures: (u.recentFailures ?? []).map((f) => ({ kind: f.kind, message: f.message, route: f.route, ageSeconds: f.ageMs / 1000 })).reverse(),
       };
     }),
     traffic: {
@@ -217,6 +229,11 @@ export function statusReport(sources: StatusSources): StatusReport {
       fanoutClients: sources.live.fanout ? { rpc: counts.wsClients.rpc ?? 0, socketIo: counts.wsClients.socket_io ?? 0 } : null,
     },
   };
+}
+
+/** The tip block's anchor: on the tip itself, or the chain view's when the view is of that same tip. */
+function anchorOf(tip: ChainTip, chain: ChainView): number | undefined {
+  return tip.anchorBurnHeight ?? (chain.tipHash === tip.indexBlockHash ? chain.tipAnchorBurnHeight : undefined);
 }
 
 /** Redis INFO fields a managed Redis hides parse as NaN, which JSON would turn into null anyway: said plainly. */
