@@ -68,6 +68,8 @@ export interface SocketIoFanoutOptions {
   /** live.push.reconnectMinMs / reconnectMaxMs: the upstream connection's reconnect delays. */
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /** live.push.pingIntervalMs: how long a connection must stay up for the next drop to start the backoff again. */
+  stayedUpMs: number;
   /** Client slots shared with the JSON-RPC fan-out (live.fanout.maxClients for both). */
   slots: ClientSlots;
   /** The upstream to connect to (health.preferredOrigin()). */
@@ -126,10 +128,12 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     headers: options.operatorHeaders,
     reconnectMinMs: options.reconnectMinMs,
     reconnectMaxMs: options.reconnectMaxMs,
+    stayedUpMs: options.stayedUpMs,
     ackTimeoutMs: UPSTREAM_ACK_TIMEOUT_MS,
     maxRooms: fanout.maxUpstreamSubscriptions,
     telemetry,
     logger,
+    clock,
   });
   // The upstream's options (socket-io-channel.ts): cors '*', its heartbeat; the rest socket.io's defaults.
   const engine = new EngineServer({ pingInterval: PING_INTERVAL_MS, pingTimeout: PING_TIMEOUT_MS, cors: { origin: '*' } });

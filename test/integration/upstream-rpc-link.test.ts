@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { notification as rpcNotification } from 'jsonrpc-lite';
 import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
-import { reconnectDelay, rpcUrlOf, UpstreamRpcLink, type RpcNotification, type UpstreamRpcLinkOptions } from '../../src/live/upstream-rpc-link.js';
+import { rpcUrlOf, UpstreamRpcLink, type RpcNotification, type UpstreamRpcLinkOptions } from '../../src/live/upstream-rpc-link.js';
 import { UpstreamLinks } from '../../src/live/upstream-links.js';
 import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
 import { freePort } from '../../testkit/free-port.js';
@@ -235,17 +235,7 @@ describe('UpstreamLinks', () => {
   });
 });
 
-describe('reconnectDelay', () => {
-  it('doubles from the minimum up to the maximum, jittered over the upper half', () => {
-    expect(reconnectDelay(0, 250, 10_000, 0)).toBe(125);
-    expect(reconnectDelay(0, 250, 10_000, 0.999)).toBeLessThan(250);
-    expect(reconnectDelay(1, 250, 10_000, 0)).toBe(250);
-    expect(reconnectDelay(3, 250, 10_000, 0)).toBe(1_000);
-    expect(reconnectDelay(10, 250, 10_000, 0)).toBe(5_000);
-    expect(reconnectDelay(10_000, 250, 10_000, 0.999)).toBeLessThan(10_000);
-    expect(reconnectDelay(10_000, 250, 10_000, 0)).toBe(5_000);
-  });
-
+describe('rpcUrlOf', () => {
   it('maps an http(s) origin to its ws(s) JSON-RPC URL', () => {
     expect(rpcUrlOf('http://127.0.0.1:3999')).toBe('ws://127.0.0.1:3999/extended/v1/ws');
     expect(rpcUrlOf('https://api.example.com')).toBe('wss://api.example.com/extended/v1/ws');
