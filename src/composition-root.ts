@@ -794,7 +794,17 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     : undefined;
   // The feed closes before the tracker stops: a notification arriving now must not start a poll.
   if (pushFeed) stops.add('stop-accepting', () => pushFeed.close());
-  const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker, upstream, clock: now, pushModes: () => pushModesOf(config, upstream.origins, pushFeed) });
+  const admin = createAdmin(config, {
+    logger,
+    telemetry,
+    readiness,
+    store,
+    redis,
+    tracker,
+    upstream,
+    clock: now,
+    pushModes: () => pushModesOf(config, upstream.origins, pushFeed),
+  });
   if (admin.channel) stops.add('channels', () => admin.channel?.close());
 
   const notifier = config.live.redisNotifier;
