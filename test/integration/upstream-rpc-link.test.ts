@@ -194,7 +194,10 @@ describe('UpstreamRpcLink', () => {
 
   it('closes and reopens a connection that stops answering pings', async () => {
     const upstream = await fakeWithChannel();
-    const { link } = linkTo(upstream.url, { pingIntervalMs: 250 });
+    // The reconnect waits 200-400 ms (the connection stayed up a ping interval: the backoff starts
+    // again), time for the test to see the drop and end the silence first: a subscribe sent while
+    // silent would go unanswered for the whole request timeout.
+    const { link } = linkTo(upstream.url, { pingIntervalMs: 250, reconnectMinMs: 400, reconnectMaxMs: 800 });
     link.start();
     await link.subscribe('block', { event: 'block' });
     await opened(link);

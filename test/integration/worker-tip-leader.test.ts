@@ -179,9 +179,7 @@ describe('worker mode: one tip poll per host', () => {
     await expect.poll(() => proxy.lines().filter((line) => line.msg === warning).length, { timeout: 10_000 }).toBe(1);
     expect(proxy.lines().find((line) => line.msg === warning)?.pid).toBe(leader);
     // Only the leader follows the tip: one sample at 1, mode poll.
-    await expect
-      .poll(async () => sampleSum(await metricsOf(proxy), 'stacks_proxy_upstream_push_mode', 'mode="poll"'), { timeout: 10_000 })
-      .toBe(1);
+    await expect.poll(async () => sampleSum(await metricsOf(proxy), 'stacks_proxy_upstream_push_mode', 'mode="poll"'), { timeout: 10_000 }).toBe(1);
     expect(sampleSum(await metricsOf(proxy), 'stacks_proxy_upstream_push_mode', 'mode="push"')).toBe(0);
     const report = (await (await fetch(`${proxy.adminUrl}/status.json`)).json()) as { upstreams: Array<{ origin: string; push: unknown }> };
     expect(report.upstreams.find((u) => u.origin === upstream.url)?.push).toMatchObject({ mode: 'poll', reason: 'upgrade refused 404' });
