@@ -133,7 +133,6 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     maxRooms: fanout.maxUpstreamSubscriptions,
     telemetry,
     logger,
-    clock,
   });
   // The upstream's options (socket-io-channel.ts): cors '*', its heartbeat; the rest socket.io's defaults.
   const engine = new EngineServer({ pingInterval: PING_INTERVAL_MS, pingTimeout: PING_TIMEOUT_MS, cors: { origin: '*' } });

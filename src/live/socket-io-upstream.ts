@@ -10,8 +10,8 @@
  * long as the proxy runs; every held room is subscribed again, one `subscribe` each, and awaited.
  * An upstream that keeps refusing is logged once (telemetry), not at every attempt.
  */
+import { performance } from 'node:perf_hooks';
 import { Manager, type ManagerOptions, type Socket } from 'socket.io-client';
-import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { MAX_TOPIC_LENGTH } from './client-bounds.js';
@@ -41,7 +41,6 @@ export interface SocketIoUpstreamOptions {
   maxRooms: number;
   telemetry: Telemetry;
   logger: Logger;
-  clock?: Clock;
 }
 
 /** `hold` refused: the union of rooms is at live.fanout.maxUpstreamSubscriptions. */
@@ -61,8 +60,7 @@ export class SocketIoUpstream {
   /** Attempts that failed since the last connection; while above 0 nobody waits for an acknowledgement. */
   private failures = 0;
   private readonly backoff: RetryBackoff;
-  private readonly clock: Clock;
-  /** When the current connection opened (clock time); undefined while none is open. */
+  /** When the current connection opened (performance.now(): a duration is measured, not wall time); undefined while none is open. */
   private connectedAt: number | undefined;
   private everConnected = false;
   private closed = false;
@@ -74,7 +72,6 @@ export class SocketIoUpstream {
   reconnects = 0;
 
   constructor(private readonly options: SocketIoUpstreamOptions) {
-    this.clock = options.clock ?? systemClock;
     this.backoff = new RetryBackoff({ minMs: options.reconnectMinMs, maxMs: options.reconnectMaxMs, stayedUpMs: options.stayedUpMs });
   }
 
@@ -249,7 +246,7 @@ export class SocketIoUpstream {
   private onConnect(socket: Socket, origin: string): void {
     this.opened += 1;
     this.failures = 0;
-    this.connectedAt = this.clock();
+    this.connectedAt = performance.now();
     this.options.telemetry.upstreamWsAvailable(CHANNEL, origin);
     if (this.everConnected) {
       this.reconnects += 1;
@@ -265,7 +262,7 @@ export class SocketIoUpstream {
   /** The connection `socket` is gone (or never opened: `failure` says why): drop it and try again later. */
   private lost(socket: Socket, failure?: { origin: string; reason: string }): void {
     if (socket !== this.socket) return;
-    const upMs = this.connectedAt === undefined ? undefined : this.clock() - this.connectedAt;
+    const upMs = this.connectedAt === undefined ? undefined : performance.now() - this.connectedAt;
     this.drop();
     this.scheduleReconnect(upMs, failure);
   }

@@ -13,6 +13,7 @@
  * The upstream is trusted for nothing: frames are bounded (maxPayload), what does not parse as a
  * JSON-RPC reply or notification is dropped, and a reply only settles a request this link sent.
  */
+import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { systemClock, type Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -224,10 +225,11 @@ export class UpstreamRpcLink {
       return;
     }
     this.socket = socket;
+    // How long it stayed open is a duration: monotonic time, not the (injectable) wall clock.
     let openedAt: number | undefined;
     let failure: ConnectFailure | undefined;
     socket.on('open', () => {
-      openedAt = this.clock();
+      openedAt = performance.now();
       this.lastFailure = undefined;
       this.options.telemetry.upstreamWsConnectionChanged('rpc', true);
       this.options.telemetry.upstreamWsAvailable('rpc', this.options.origin);
@@ -260,7 +262,7 @@ export class UpstreamRpcLink {
       this.settlePending({ ok: false, error: 'closed' });
       if (this.current === 'closed') return;
       this.setState('connecting');
-      this.scheduleReconnect(openedAt === undefined ? undefined : this.clock() - openedAt, failure);
+      this.scheduleReconnect(openedAt === undefined ? undefined : performance.now() - openedAt, failure);
     });
   }
 
