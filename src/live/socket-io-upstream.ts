@@ -286,7 +286,12 @@ export class SocketIoUpstream {
     if (this.closed) return;
     const delay = this.backoff.next(upMs);
     this.failures += 1;
-    if (failure) this.options.telemetry.upstreamWsUnavailable(CHANNEL, failure.origin, failure.reason, delay);
+    if (failure) {
+      this.options.telemetry.upstreamWsUnavailable(CHANNEL, failure.origin, failure.reason, delay);
+      // While the upstream cannot be reached nobody waits for it (acknowledgement()): nor do the
+      // clients that asked before the first attempt failed.
+      for (const waiting of [...this.waiters.values()]) for (const done of [...waiting]) done();
+    }
     this.retry = setTimeout(() => this.connect(), delay);
     this.retry.unref();
   }

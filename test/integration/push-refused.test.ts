@@ -7,6 +7,7 @@
  * upstream accepts upgrades the proxy connects and follows its pushes.
  */
 import { pino } from 'pino';
+import { io } from 'socket.io-client';
 import { describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/composition-root.js';
 import type { StatusReport } from '../../src/http/admin/status-report.js';
@@ -112,6 +113,31 @@ describe('an upstream that refuses WebSocket upgrades', () => {
     upstream.advanceTip();
     await expect.poll(() => latestHeight(proxy), WAIT).toBe(RECORDED.tipHeight + 1);
     expect(await metricValue(proxy, 'stacks_proxy_push_notifications_total', { origin: upstream.url, kind: 'block' })).toBe(1);
+  });
+
+  it('Socket.IO too: the fan-out tries a refusing upstream a few times, spaced out, warned once, and its client stays served', async () => {
+    const upstream = await startFakeUpstream();
+    defer(() => upstream.close());
+    upstream.setFailing({ status: 403 }, /^\/socket\.io\//);
+    const { proxy, lines } = await proxyWithPush(upstream);
+    const client = io(proxy.url, { transports: ['websocket'], forceNew: true, reconnection: false });
+    defer(async () => client.close());
+    await new Promise<void>((resolve, reject) => {
+      client.once('connect', () => resolve());
+      client.once('connect_error', reject);
+    });
+    // The first subscribe opens the proxy's one upstream connection; refused, nobody waits for it.
+    await client.timeout(5_000).emitWithAck('subscribe', 'block');
+    await sleep(3_000);
+    // 1 s doubling with jitter over the upper half: at most 0, 0.5 and 1.5 s into the window.
+    const attempts = upstream.count((r) => r.method === 'UPGRADE' && r.path.startsWith('/socket.io/'));
+    expect(attempts).toBeGreaterThanOrEqual(1);
+    expect(attempts).toBeLessThanOrEqual(3);
+    expect(client.connected).toBe(true);
+    const warnings = linesSaying(lines, 'upstream WebSocket unavailable: tried again with backoff; the chain tip is polled meanwhile');
+    const socketIoWarnings = warnings.filter((line) => line.channel === 'socket_io');
+    expect(socketIoWarnings).toHaveLength(1);
+    expect(socketIoWarnings[0]).toMatchObject({ origin: upstream.url, reason: 'upgrade refused 403' });
   });
 
   it('says so on /status.json with push off: every upstream is polled', async () => {
