@@ -38,6 +38,7 @@ import { judgeReadiness } from './http/readiness.js';
 import { StopSequence } from './stop-sequence.js';
 import { createAdminListener } from './http/admin/admin-listener.js';
 import { cacheStats } from './http/admin/cache-stats.js';
+import type { StatusReading } from './http/admin/status-endpoints.js';
 import { Purger, purgeChannelName } from './cache/purger.js';
 import { PurgeCoalescer } from './cache/purge-coalescer.js';
 import { RedisPurgeChannel } from './cache/redis-purge-channel.js';
@@ -222,6 +223,7 @@ function createAdmin(
     tracker: ChainTipTracker;
     upstream: UpstreamClient;
     clock: Clock;
+    pushModes: () => StatusReading['pushModes'];
   },
 ) {
   const { logger, telemetry, store, redis, tracker } = parts;
@@ -273,9 +275,26 @@ function createAdmin(
       redis: redis ? ((await redis.stats()) ?? 'unavailable') : undefined,
       purges: { ...purger.counts },
       live: { push: config.live.push.enabled, fanout: config.live.fanout.enabled },
+      pushModes: parts.pushModes(),
     }),
   });
   return { purger, channel, handleRequest };
+}
+
+/** Push off: every upstream is polled, and says so. */
+const PUSH_OFF = { mode: 'poll', reason: 'push feed off (live.push.enabled)' } as const;
+
+/**
+ * Each upstream's push mode for the status page: the push feed's word where it follows the tip
+ * (not in a worker that is not the tip leader: its feed never starts), or push off.
+ */
+function pushModesOf(config: Config, origins: readonly string[], pushFeed: PushFeed | undefined): StatusReading['pushModes'] {
+  const modes: Record<string, StatusReading['pushModes'][string]> = {};
+  for (const origin of origins) {
+    const mode = config.live.push.enabled ? pushFeed?.mode(origin) : PUSH_OFF;
+    if (mode) modes[origin] = mode;
+  }
+  return modes;
 }
 
 /**
@@ -542,7 +561,11 @@ function startFollowingTheTip(parts: {
   watcher?: { start(): void };
 }): void {
   const { config, tracker, origins, feeds, telemetry, tipShare, stops, watcher } = parts;
-  const startFeeds = () => feeds.forEach((feed) => feed?.start());
+  const startFeeds = () => {
+    feeds.forEach((feed) => feed?.start());
+    // With a push feed it reports each upstream's mode itself; without one, each is polled.
+    if (!config.live.push.enabled) for (const origin of origins) telemetry.upstreamPushMode(origin, 'poll');
+  };
   if (!tipShare) {
     telemetry.tipLeading(true);
     tracker.start();
@@ -713,6 +736,7 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
         fanout: config.live.fanout,
         reconnectMinMs: config.live.push.reconnectMinMs,
         reconnectMaxMs: config.live.push.reconnectMaxMs,
+        stayedUpMs: config.live.push.pingIntervalMs,
         slots: clientSlots,
         origin: () => health.preferredOrigin(),
         operatorHeaders: (origin) => upstreamHeadersFor(origin, config.upstream),
@@ -756,9 +780,6 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
   // The warm-up reads through a dispatcher of its own over the same read path (its plan memo apart).
   const warmer = warmUp?.start({ reads: createReadDispatcher(ROUTES, { readPath, readSpecs, txList, now, logger, telemetry }), surface, upstream, telemetry });
   if (warmer) stops.add('refuse', () => warmer.stop());
-  const admin = createAdmin(config, { logger, telemetry, readiness, store, redis, tracker, upstream, clock: now });
-  if (admin.channel) stops.add('channels', () => admin.channel?.close());
-
   // The push feed starts after the first tip poll, since it compares its notifications with the polls.
   const tipShare = options.tipShare;
   const principalActivity = activity?.activity;
@@ -785,6 +806,19 @@ async function assembleCore(config: Config, options: StartOptions, stops: StopSe
     : undefined;
   // The feed closes before the tracker stops: a notification arriving now must not start a poll.
   if (pushFeed) stops.add('stop-accepting', () => pushFeed.close());
+  const admin = createAdmin(config, {
+    logger,
+    telemetry,
+    readiness,
+    store,
+    redis,
+    tracker,
+    upstream,
+    clock: now,
+    pushModes: () => pushModesOf(config, upstream.origins, pushFeed),
+  });
+  if (admin.channel) stops.add('channels', () => admin.channel?.close());
+
   const notifier = config.live.redisNotifier;
   const redisNotifier =
     notifier.url === null

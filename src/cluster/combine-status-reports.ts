@@ -62,6 +62,8 @@ function combineUpstreams(reports: StatusReport[]): Upstream[] {
     queued: sumOrNull(seen.map((u) => u.queued)),
     // Believed only if every worker's push feed believes it (the metric's min).
     pushFeedBelieved: seen.every((u) => u.pushFeedBelieved === null) ? null : seen.every((u) => u.pushFeedBelieved !== false),
+    // One worker follows the tip for the host (the tip leader): its word, the others have none.
+    push: seen.map((u) => u.push).find((push) => push !== null) ?? null,
     lastError: newest(seen.map((u) => u.lastError)),
     // Each worker has its own breaker and its own failures: the newest of all, as many as one worker keeps.
     recentFailures: seen

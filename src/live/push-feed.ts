@@ -19,6 +19,9 @@
  * feed not believed for live.push.distrustMs, and the upstream is polled at chainTip.pollIntervalMs.
  * After its link was lost, a feed is judged from the first poll answered once it is believed
  * again: blocks that came while it was not connected were nobody's to announce.
+ * A link that cannot open (an upstream that serves no WebSocket and answers the upgrade 404, a
+ * gateway's 401/403) is never believed: its upstream is polled at chainTip.pollIntervalMs while
+ * the link tries again ever more seldom (retry-backoff.ts). mode() says which, and why.
  */
 import type { Clock } from '../clock.js';
 import type { PrincipalActivity } from '../chain/activity.js';
@@ -61,6 +64,20 @@ const ANNOUNCED_KEPT = 64;
 const BLOCK_TOPIC = { key: 'block', params: { event: 'block' } };
 const MEMPOOL_TOPIC = { key: 'mempool', params: { event: 'mempool' } };
 
+/**
+ * How an upstream's tip is followed now: by its push feed (the poll a cross-check), or by the
+ * poll alone, why, and when that may change at the earliest (clock time: the link's next
+ * attempt, the end of a distrust).
+ */
+export type PushModeReading = { mode: 'push' } | { mode: 'poll'; reason: string; retryAt?: number };
+
+const DISTRUST_WORDS: Record<DistrustReason, string> = {
+  unannounced: 'feed not believed: a poll found a block it did not announce',
+  unconfirmed: 'feed not believed: it announced a block no poll found',
+};
+
+type DistrustReason = 'unannounced' | 'unconfirmed';
+
 /** A block waiting for the other side's word until `deadline` (clock time). */
 interface Awaited {
   height: number;
@@ -73,6 +90,8 @@ interface OriginFeed {
   /** The upstream accepted the `block` subscription on the current connection. */
   subscribed: boolean;
   distrustedUntil: number;
+  /** Why it was last distrusted. */
+  distrustReason: DistrustReason | undefined;
   /** What the gauge and the interval last said. */
   believed: boolean;
   /** Index block hashes its `block` notifications named, with their heights, oldest first (at most ANNOUNCED_KEPT). */
@@ -110,6 +129,20 @@ export class PushFeed {
     return feed !== undefined && !this.closed && feed.link.state === 'open' && feed.subscribed && this.deps.clock() >= feed.distrustedUntil;
   }
 
+  /** How that upstream's tip is followed now (undefined: not followed here, before start() or after close()). */
+  mode(origin: string): PushModeReading | undefined {
+    const feed = this.feeds.get(origin);
+    if (!feed || this.closed) return undefined;
+    if (this.believed(origin)) return { mode: 'push' };
+    const failure = feed.link.failure;
+    if (failure) return { mode: 'poll', reason: failure.reason, retryAt: failure.retryAt };
+    if (feed.link.state !== 'open') return { mode: 'poll', reason: 'connecting' };
+    if (this.deps.clock() < feed.distrustedUntil && feed.distrustReason) {
+      return { mode: 'poll', reason: DISTRUST_WORDS[feed.distrustReason], retryAt: feed.distrustedUntil };
+    }
+    return { mode: 'poll', reason: 'block subscription not accepted' };
+  }
+
   /** Lets go of every topic (the links themselves belong to UpstreamLinks) and stops the timers. */
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();
@@ -131,6 +164,7 @@ export class PushFeed {
       link,
       subscribed: false,
       distrustedUntil: Number.NEGATIVE_INFINITY,
+      distrustReason: undefined,
       believed: false,
       announced: new Map(),
       lastPolled: this.deps.tracker.tip && { hash: this.deps.tracker.tip.indexBlockHash.toLowerCase(), height: this.deps.tracker.tip.height },
@@ -143,6 +177,7 @@ export class PushFeed {
     };
     this.feeds.set(origin, feed);
     this.deps.telemetry.pushFeedBelieved(origin, false);
+    this.deps.telemetry.upstreamPushMode(origin, 'poll');
     feed.stop.push(
       link.onNotification((notification) => this.notified(feed, notification)),
       link.onState((state) => {
@@ -262,9 +297,10 @@ export class PushFeed {
     else this.watchDeadlines(feed);
   }
 
-  private distrust(feed: OriginFeed, reason: 'unannounced' | 'unconfirmed'): void {
+  private distrust(feed: OriginFeed, reason: DistrustReason): void {
     const { distrustMs } = this.deps.settings;
     feed.distrustedUntil = this.deps.clock() + distrustMs;
+    feed.distrustReason = reason;
     this.deps.telemetry.pushDistrusted(feed.origin, reason);
     clearTimeout(feed.distrustTimer);
     feed.distrustTimer = setTimeout(() => this.refresh(feed), distrustMs);
@@ -283,6 +319,7 @@ export class PushFeed {
     if (believed === feed.believed) return;
     feed.believed = believed;
     this.deps.telemetry.pushFeedBelieved(feed.origin, believed);
+    this.deps.telemetry.upstreamPushMode(feed.origin, believed ? 'push' : 'poll');
     if (believed) {
       if (feed.lostLink) feed.lastPolled = undefined;
       feed.lostLink = false;

@@ -20,7 +20,7 @@
  */
 import { RedisStreamReader, type StreamEntry } from '../cache/redis-store.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { reconnectDelay } from './upstream-rpc-link.js';
+import { reconnectDelay } from './retry-backoff.js';
 
 export interface RedisNotifierSettings {
   url: string;

@@ -25,9 +25,15 @@ export const LiveSchema = z
         distrustMs: positiveInt.describe(
           'After a poll finds a block the push feed did not announce (quiet or disagreeing feed), how long that feed is not believed and the tip is polled at `chainTip.pollIntervalMs`',
         ),
-        pingIntervalMs: positiveInt.describe('WebSocket ping to each upstream connection; one not answered by the next ping closes it, and it reconnects'),
-        reconnectMinMs: positiveInt.describe('First delay before a dropped upstream WebSocket is opened again (doubling, with jitter)'),
-        reconnectMaxMs: positiveInt.describe('Longest delay between reconnect attempts of an upstream WebSocket'),
+        pingIntervalMs: positiveInt.describe(
+          'WebSocket ping to each upstream connection; one not answered by the next ping closes it, and it reconnects. A connection open this long counts as up: after it drops, the reconnect delays start again from `live.push.reconnectMinMs`',
+        ),
+        reconnectMinMs: positiveInt.describe(
+          'First delay before an upstream WebSocket that dropped or failed to open is tried again; each further failed attempt doubles it (with jitter over its upper half) up to `live.push.reconnectMaxMs`',
+        ),
+        reconnectMaxMs: positiveInt.describe(
+          'Longest delay between attempts to open an upstream WebSocket (and between failed Redis notifier reads): an upstream that serves no WebSocket or refuses the upgrade (`404`, `401`, `403`, any answer but `101`) is tried this seldom in the end, and its tip polled every `chainTip.pollIntervalMs` meanwhile ([Live chain](live-chain.md#an-upstream-without-push))',
+        ),
       })
       .strict()
       .refine((push) => push.reconnectMaxMs >= push.reconnectMinMs, { message: 'must not be less than live.push.reconnectMinMs', path: ['reconnectMaxMs'] }),

@@ -68,6 +68,8 @@ export interface SocketIoFanoutOptions {
   /** live.push.reconnectMinMs / reconnectMaxMs: the upstream connection's reconnect delays. */
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /** live.push.pingIntervalMs: how long a connection must stay up for the next drop to start the backoff again. */
+  stayedUpMs: number;
   /** Client slots shared with the JSON-RPC fan-out (live.fanout.maxClients for both). */
   slots: ClientSlots;
   /** The upstream to connect to (health.preferredOrigin()). */
@@ -126,6 +128,7 @@ export function createSocketIoFanout(options: SocketIoFanoutOptions): SocketIoFa
     headers: options.operatorHeaders,
     reconnectMinMs: options.reconnectMinMs,
     reconnectMaxMs: options.reconnectMaxMs,
+    stayedUpMs: options.stayedUpMs,
     ackTimeoutMs: UPSTREAM_ACK_TIMEOUT_MS,
     maxRooms: fanout.maxUpstreamSubscriptions,
     telemetry,

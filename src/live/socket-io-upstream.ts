@@ -6,13 +6,17 @@
  *
  * The connection goes to the healthiest upstream at each (re)connect, with the operator's
  * headers. When it drops (or cannot be opened) it is opened again after a delay that doubles
- * from live.push.reconnectMinMs up to reconnectMaxMs, with jitter, for as long as the proxy
- * runs; every held room is subscribed again, one `subscribe` each, and awaited.
+ * from live.push.reconnectMinMs up to reconnectMaxMs, with jitter (retry-backoff.ts), for as
+ * long as the proxy runs; every held room is subscribed again, one `subscribe` each, and awaited.
+ * An upstream that keeps refusing is logged once (telemetry), not at every attempt.
  */
+import { performance } from 'node:perf_hooks';
 import { Manager, type ManagerOptions, type Socket } from 'socket.io-client';
 import type { Logger } from '../logger.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { MAX_TOPIC_LENGTH } from './client-bounds.js';
+import { socketIoFailure } from './connect-failure.js';
+import { RetryBackoff } from './retry-backoff.js';
 
 export const CHANNEL = 'socket_io';
 
@@ -29,6 +33,8 @@ export interface SocketIoUpstreamOptions {
   headers: (origin: string) => Readonly<Record<string, string>>;
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /** A connection open this long counts as up: the next drop starts the backoff again (live.push.pingIntervalMs). */
+  stayedUpMs: number;
   /** How long a `subscribe` waits for the upstream's acknowledgement; also the connect timeout. */
   ackTimeoutMs: number;
   /** live.fanout.maxUpstreamSubscriptions: distinct rooms held at once. */
@@ -51,7 +57,11 @@ export class SocketIoUpstream {
   private manager: Manager | undefined;
   private socket: Socket | undefined;
   private retry: NodeJS.Timeout | undefined;
+  /** Attempts that failed since the last connection; while above 0 nobody waits for an acknowledgement. */
   private failures = 0;
+  private readonly backoff: RetryBackoff;
+  /** When the current connection opened (performance.now(): a duration is measured, not wall time); undefined while none is open. */
+  private connectedAt: number | undefined;
   private everConnected = false;
   private closed = false;
   private started = false;
@@ -61,7 +71,9 @@ export class SocketIoUpstream {
   opened = 0;
   reconnects = 0;
 
-  constructor(private readonly options: SocketIoUpstreamOptions) {}
+  constructor(private readonly options: SocketIoUpstreamOptions) {
+    this.backoff = new RetryBackoff({ minMs: options.reconnectMinMs, maxMs: options.reconnectMaxMs, stayedUpMs: options.stayedUpMs });
+  }
 
   get connected(): boolean {
     return this.socket?.connected ?? false;
@@ -176,7 +188,7 @@ export class SocketIoUpstream {
       origin = this.options.origin();
     } catch (error) {
       this.options.logger.warn({ err: error }, 'no upstream for the Socket.IO fan-out');
-      this.scheduleReconnect();
+      this.scheduleReconnect(undefined);
       return;
     }
     // maxPayload reaches the `ws` WebSocket (engine.io-client picks it), though its types omit it.
@@ -220,11 +232,9 @@ export class SocketIoUpstream {
       if (!this.holders.has(event)) return;
       for (const listener of this.listeners) listener(event, text);
     });
-    socket.on('connect', () => this.onConnect(socket));
-    socket.on('connect_error', (error: Error) => {
-      this.options.logger.warn({ origin, err: error.message }, 'upstream Socket.IO connection failed');
-      this.lost(socket);
-    });
+    socket.on('connect', () => this.onConnect(socket, origin));
+    // Said once per outage by telemetry (upstreamWsUnavailable), not once per attempt.
+    socket.on('connect_error', (error: Error) => this.lost(socket, { origin, reason: socketIoFailure(error).reason }));
     socket.on('disconnect', (reason: string) => {
       this.options.logger.warn({ origin, reason }, 'upstream Socket.IO connection dropped; reconnecting');
       this.options.telemetry.upstreamWsConnectionChanged(CHANNEL, false);
@@ -233,9 +243,11 @@ export class SocketIoUpstream {
     socket.connect();
   }
 
-  private onConnect(socket: Socket): void {
+  private onConnect(socket: Socket, origin: string): void {
     this.opened += 1;
     this.failures = 0;
+    this.connectedAt = performance.now();
+    this.options.telemetry.upstreamWsAvailable(CHANNEL, origin);
     if (this.everConnected) {
       this.reconnects += 1;
       this.options.telemetry.upstreamWsReconnected(CHANNEL);
@@ -247,17 +259,19 @@ export class SocketIoUpstream {
     if (socket === this.socket) for (const room of this.holders.keys()) void this.subscribe(room);
   }
 
-  /** The connection `socket` is gone (or never opened): drop it and try again later. */
-  private lost(socket: Socket): void {
+  /** The connection `socket` is gone (or never opened: `failure` says why): drop it and try again later. */
+  private lost(socket: Socket, failure?: { origin: string; reason: string }): void {
     if (socket !== this.socket) return;
+    const upMs = this.connectedAt === undefined ? undefined : performance.now() - this.connectedAt;
     this.drop();
-    this.scheduleReconnect();
+    this.scheduleReconnect(upMs, failure);
   }
 
   private drop(): void {
     const socket = this.socket;
     const manager = this.manager;
     this.socket = undefined;
+    this.connectedAt = undefined;
     this.manager = undefined;
     this.subscribed.clear();
     if (socket?.connected) this.options.telemetry.upstreamWsConnectionChanged(CHANNEL, false);
@@ -267,13 +281,17 @@ export class SocketIoUpstream {
     manager?.engine?.close();
   }
 
-  private scheduleReconnect(): void {
+  /** The next attempt, after a connection that was open `upMs`, or one that did not open (undefined). */
+  private scheduleReconnect(upMs: number | undefined, failure?: { origin: string; reason: string }): void {
     if (this.closed) return;
-    const { reconnectMinMs, reconnectMaxMs } = this.options;
-    const base = Math.min(reconnectMaxMs, reconnectMinMs * 2 ** Math.min(this.failures, 30));
+    const delay = this.backoff.next(upMs);
     this.failures += 1;
-    // ±50% jitter, so that proxies restarted together do not reconnect in step.
-    const delay = Math.min(reconnectMaxMs, base * (0.5 + Math.random()));
+    if (failure) {
+      this.options.telemetry.upstreamWsUnavailable(CHANNEL, failure.origin, failure.reason, delay);
+      // While the upstream cannot be reached nobody waits for it (acknowledgement()): nor do the
+      // clients that asked before the first attempt failed.
+      for (const waiting of [...this.waiters.values()]) for (const done of [...waiting]) done();
+    }
     this.retry = setTimeout(() => this.connect(), delay);
     this.retry.unref();
   }

@@ -7,13 +7,18 @@
  * holders get the first reply; the last one to let go sends `unsubscribe`. The connection is kept
  * open for ever (until close()): when it drops, or stops answering pings, it is opened again with
  * backoff and jitter and every held topic is subscribed again before the link says `open`.
+ * An upstream that refuses the upgrade (many serve no WebSocket) is tried again ever more seldom,
+ * up to live.push.reconnectMaxMs apart (retry-backoff.ts), and said so once, not per attempt.
  *
  * The upstream is trusted for nothing: frames are bounded (maxPayload), what does not parse as a
  * JSON-RPC reply or notification is dropped, and a reply only settles a request this link sent.
  */
+import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
-import type { Clock } from '../clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+import { failedWith, refusedWith, type ConnectFailure } from './connect-failure.js';
+import { RetryBackoff } from './retry-backoff.js';
 
 export interface RpcNotification {
   method: string;
@@ -26,11 +31,17 @@ export type RpcReply = { ok: true; result: unknown } | { ok: false; error: unkno
 
 export type LinkState = 'connecting' | 'open' | 'closed';
 
+/** Why the link is not open, while its last attempt failed, and when it tries again (clock time). */
+export interface LinkFailure extends ConnectFailure {
+  retryAt: number;
+}
+
 export interface UpstreamRpcLinkOptions {
   /** http(s)://host:port; the link connects to ws(s)://host:port/extended/v1/ws. */
   origin: string;
   /** The operator's headers (x-api-key), as passthrough upgrades send them; read at every connect. */
   headers: () => Readonly<Record<string, string>>;
+  /** Also how long a connection must stay open for the next drop to start the backoff again from reconnectMinMs. */
   pingIntervalMs: number;
   reconnectMinMs: number;
   reconnectMaxMs: number;
@@ -70,16 +81,6 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-/**
- * The wait before connection attempt `attempt + 1` after a drop: doubling from `minMs` up to
- * `maxMs`, with jitter over its upper half (`random` in [0, 1)) so that proxies that lost the
- * same upstream do not all come back in the same millisecond.
- */
-export function reconnectDelay(attempt: number, minMs: number, maxMs: number, random: number): number {
-  const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 30));
-  return ceiling / 2 + random * (ceiling / 2);
-}
-
 /** The ws(s) URL of an upstream origin's JSON-RPC channel. */
 export function rpcUrlOf(origin: string): string {
   const url = new URL(origin);
@@ -98,8 +99,10 @@ export class UpstreamRpcLink {
   /** Requests sent on the current connection, by their id. */
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
-  /** Connection attempts since the link was last open: the backoff's exponent. */
-  private attempts = 0;
+  private readonly backoff: RetryBackoff;
+  private readonly clock: Clock;
+  /** Set while the last attempt failed: why, and when the next one goes. */
+  private lastFailure: LinkFailure | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private awaitingPong = false;
@@ -111,6 +114,8 @@ export class UpstreamRpcLink {
   constructor(private readonly options: UpstreamRpcLinkOptions) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.url = rpcUrlOf(options.origin);
+    this.clock = options.clock ?? systemClock;
+    this.backoff = new RetryBackoff({ minMs: options.reconnectMinMs, maxMs: options.reconnectMaxMs, stayedUpMs: options.pingIntervalMs });
   }
 
   get state(): LinkState {
@@ -119,6 +124,11 @@ export class UpstreamRpcLink {
 
   get origin(): string {
     return this.options.origin;
+  }
+
+  /** Why the link is not open and when it tries again, while its last attempt failed (a refused upgrade, a connect error). */
+  get failure(): LinkFailure | undefined {
+    return this.lastFailure;
   }
 
   /** Distinct topics held now. */
@@ -209,18 +219,30 @@ export class UpstreamRpcLink {
         handshakeTimeout: this.requestTimeoutMs,
         perMessageDeflate: false,
       });
-    } catch {
+    } catch (error) {
       // A header value ws refuses (settings are checked at start, so hardly ever): try again later.
-      this.scheduleReconnect();
+      this.scheduleReconnect(undefined, failedWith(error));
       return;
     }
     this.socket = socket;
-    let opened = false;
+    // How long it stayed open is a duration: monotonic time, not the (injectable) wall clock.
+    let openedAt: number | undefined;
+    let failure: ConnectFailure | undefined;
     socket.on('open', () => {
-      opened = true;
+      openedAt = performance.now();
+      this.lastFailure = undefined;
       this.options.telemetry.upstreamWsConnectionChanged('rpc', true);
+      this.options.telemetry.upstreamWsAvailable('rpc', this.options.origin);
       this.startPings(socket);
       void this.resubscribe(socket);
+    });
+    // Any answer but 101 (404: no WebSocket here; 401/403: a gateway refusing it): its status is
+    // the reason. With this listener ws leaves the handshake to us: terminate() aborts it and
+    // 'error' and 'close' follow as for any failed attempt.
+    socket.on('unexpected-response', (_request, response) => {
+      failure = refusedWith(response.statusCode ?? 0);
+      response.resume();
+      socket.terminate();
     });
     socket.on('message', (data, isBinary) => {
       this.awaitingPong = false; // any frame shows the connection is alive
@@ -228,9 +250,11 @@ export class UpstreamRpcLink {
     });
     socket.on('pong', () => (this.awaitingPong = false));
     // 'error' is always followed by 'close'; a listener keeps it from being thrown.
-    socket.on('error', () => undefined);
+    socket.on('error', (error) => {
+      if (openedAt === undefined) failure ??= failedWith(error);
+    });
     socket.on('close', () => {
-      if (opened) this.options.telemetry.upstreamWsConnectionChanged('rpc', false);
+      if (openedAt !== undefined) this.options.telemetry.upstreamWsConnectionChanged('rpc', false);
       if (this.socket !== socket) return;
       this.socket = undefined;
       this.stopPings();
@@ -238,14 +262,19 @@ export class UpstreamRpcLink {
       this.settlePending({ ok: false, error: 'closed' });
       if (this.current === 'closed') return;
       this.setState('connecting');
-      this.scheduleReconnect();
+      this.scheduleReconnect(openedAt === undefined ? undefined : performance.now() - openedAt, failure);
     });
   }
 
-  private scheduleReconnect(): void {
+  /** The next attempt, after a connection that was open `upMs`, or one that did not open (`failure`). */
+  private scheduleReconnect(upMs: number | undefined, failure?: ConnectFailure): void {
     if (this.current === 'closed') return;
-    const delay = reconnectDelay(this.attempts, this.options.reconnectMinMs, this.options.reconnectMaxMs, Math.random());
-    this.attempts += 1;
+    const delay = this.backoff.next(upMs);
+    if (upMs === undefined) {
+      const why = failure ?? { kind: 'failed', reason: 'connection failed' };
+      this.lastFailure = { ...why, retryAt: this.clock() + delay };
+      this.options.telemetry.upstreamWsUnavailable('rpc', this.options.origin, why.reason, delay);
+    }
     this.reconnectTimer = setTimeout(() => {
       this.options.telemetry.upstreamWsReconnected('rpc');
       this.connect();
@@ -257,7 +286,6 @@ export class UpstreamRpcLink {
   private async resubscribe(socket: WebSocket): Promise<void> {
     await Promise.all([...this.held.values()].map((entry) => this.sendSubscribe(entry, socket)));
     if (this.socket !== socket || socket.readyState !== WebSocket.OPEN || this.current === 'closed') return;
-    this.attempts = 0;
     this.setState('open');
   }
 

@@ -262,6 +262,12 @@ export const METRICS = {
     '1 while an upstream push feed is believed (open, subscribed, not distrusted: its tip is polled at live.push.crossCheckIntervalMs), 0 otherwise (polled at chainTip.pollIntervalMs).',
     ['origin'],
   ),
+  // issue 27: an upstream that serves no WebSocket (or refuses it) is followed by the poll alone; this says which.
+  upstreamPushMode: gauge(
+    'stacks_proxy_upstream_push_mode',
+    "How each upstream's chain tip is followed: 1 for its mode, 0 for the other. push: its push feed is believed (the tip poll runs at live.push.crossCheckIntervalMs as a cross-check); poll: it is polled every chainTip.pollIntervalMs (push off, its WebSocket refused or not open yet, or its feed not believed). Set by the process that follows the tip (in worker mode the tip leader).",
+    ['upstream', 'mode'],
+  ),
   pushDistrusted: counter(
     'stacks_proxy_push_distrusted_total',
     'Times an upstream push feed was not believed for live.push.distrustMs, by origin and reason (unannounced: a poll found a block the feed did not announce; unconfirmed: the feed announced a block no poll found).',

@@ -19,6 +19,7 @@ import type {
   LookupResult,
   PrimaryFlightOutcome,
   PushKind,
+  PushMode,
   ServedRequest,
   Telemetry,
   Tier,
@@ -119,6 +120,8 @@ class PrometheusTelemetry implements ProxyTelemetry {
   /** Which role tip polls are counted under (a single process leads: composition-root.ts says otherwise for a follower). */
   private tipRole: 'leader' | 'follower' = 'leader';
   private rateLimitFailing = false;
+  /** Upstream WebSockets (channel and origin) whose attempts fail now: logged when that starts and when it ends. */
+  private readonly wsFailing = new Set<string>();
   private readonly accessLog: AccessLogSettings;
   /** Disagreements with the chain model can come with every request: one line a minute per reason. */
   private readonly disagreementLogs = new LogLimiter(60_000);
@@ -509,6 +512,29 @@ class PrometheusTelemetry implements ProxyTelemetry {
   upstreamWsReconnected(channel: UpstreamWsChannel): void {
     this.m.upstreamWsReconnects.labels({ channel }).inc();
     this.logger.debug({ channel }, 'upstream WebSocket opening again');
+  }
+
+  // An upstream that serves no WebSocket refuses every attempt for as long as the proxy runs: a
+  // warning when that starts, debug lines after (the backoff spaces them out to minutes).
+  upstreamWsUnavailable(channel: UpstreamWsChannel, origin: string, reason: string, retryInMs: number): void {
+    const key = `${channel} ${origin}`;
+    const fields = { channel, origin, reason, retryInMs: Math.round(retryInMs) };
+    if (this.wsFailing.has(key)) {
+      this.logger.debug(fields, 'upstream WebSocket still unavailable');
+      return;
+    }
+    this.wsFailing.add(key);
+    this.logger.warn(fields, 'upstream WebSocket unavailable: tried again with backoff; the chain tip is polled meanwhile');
+  }
+
+  upstreamWsAvailable(channel: UpstreamWsChannel, origin: string): void {
+    if (!this.wsFailing.delete(`${channel} ${origin}`)) return;
+    this.logger.info({ channel, origin }, 'upstream WebSocket available again');
+  }
+
+  upstreamPushMode(origin: string, mode: PushMode): void {
+    this.m.upstreamPushMode.set({ upstream: origin, mode: 'push' }, mode === 'push' ? 1 : 0);
+    this.m.upstreamPushMode.set({ upstream: origin, mode: 'poll' }, mode === 'poll' ? 1 : 0);
   }
 
   pushNotified(origin: string, kind: PushKind): void {

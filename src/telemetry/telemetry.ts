@@ -154,6 +154,15 @@ export interface Telemetry {
   upstreamWsConnectionChanged(channel: UpstreamWsChannel, open: boolean): void;
   /** An upstream WebSocket is opened again after it dropped (or failed to open). */
   upstreamWsReconnected(channel: UpstreamWsChannel): void;
+  /**
+   * An attempt to open an upstream WebSocket failed (`reason`: "upgrade refused 404", "connection
+   * failed ECONNREFUSED"); the next goes in `retryInMs`. Logged once while that upstream keeps failing.
+   */
+  upstreamWsUnavailable(channel: UpstreamWsChannel, origin: string, reason: string, retryInMs: number): void;
+  /** An upstream WebSocket opened (logged when it had been failing). */
+  upstreamWsAvailable(channel: UpstreamWsChannel, origin: string): void;
+  /** How an upstream's tip is followed: `push` (its feed believed, the poll a cross-check) or `poll`. */
+  upstreamPushMode(origin: string, mode: PushMode): void;
   /** A push notification of an upstream (or its Redis notifier) acted on. */
   pushNotified(origin: string, kind: PushKind): void;
   /** Whether an upstream's push feed is believed (its tip polled at the cross-check interval) or not. */
@@ -175,6 +184,7 @@ export interface Telemetry {
 }
 
 export type UpstreamWsChannel = 'rpc' | 'socket_io';
+export type PushMode = 'push' | 'poll';
 export type PushKind = 'block' | 'mempool' | 'redis_apply' | 'redis_rollback';
 export type WsChannel = 'rpc' | 'socket_io';
 
@@ -225,6 +235,9 @@ class NoopTelemetry implements Telemetry {
   rateLimitRecovered(): void {}
   upstreamWsConnectionChanged(): void {}
   upstreamWsReconnected(): void {}
+  upstreamWsUnavailable(): void {}
+  upstreamWsAvailable(): void {}
+  upstreamPushMode(): void {}
   pushNotified(): void {}
   pushFeedBelieved(): void {}
   pushDistrusted(): void {}

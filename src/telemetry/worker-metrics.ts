@@ -29,6 +29,8 @@ export const GAUGE_AGGREGATORS: Readonly<Record<string, Aggregator>> = {
   stacks_proxy_chain_tip_age_seconds: 'min',
   stacks_proxy_upstream_ws_connections: 'sum',
   stacks_proxy_push_feed_believed: 'min',
+  // Only the tip leader follows the tip and sets it (followers have no samples): the max is the leader's.
+  stacks_proxy_upstream_push_mode: 'max',
   // One worker leads: the sum says how many do (1 in a healthy cluster, 0 between a leader's death and the next).
   stacks_proxy_tip_leader: 'sum',
   stacks_proxy_ws_clients: 'sum',

@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { notification as rpcNotification } from 'jsonrpc-lite';
 import { noopTelemetry, type Telemetry } from '../../src/telemetry/telemetry.js';
-import { reconnectDelay, rpcUrlOf, UpstreamRpcLink, type RpcNotification, type UpstreamRpcLinkOptions } from '../../src/live/upstream-rpc-link.js';
+import { rpcUrlOf, UpstreamRpcLink, type RpcNotification, type UpstreamRpcLinkOptions } from '../../src/live/upstream-rpc-link.js';
 import { UpstreamLinks } from '../../src/live/upstream-links.js';
-import { startFakeUpstream, type FakeUpstream } from '../../testkit/index.js';
+import { startFakeUpstream, type FailureMode, type FakeUpstream } from '../../testkit/index.js';
 import { freePort } from '../../testkit/free-port.js';
 import { useCleanups } from '../support/cleanups.js';
 
@@ -62,6 +62,57 @@ describe('UpstreamRpcLink', () => {
   };
 
   const opened = (link: UpstreamRpcLink) => expect.poll(() => link.state, { timeout: 10_000 }).toBe('open');
+
+  it('says why it is not open while the upstream refuses the upgrade, and forgets it once open', async () => {
+    const upstream = await fakeWithChannel();
+    const cases: Array<[FailureMode, string]> = [
+      [{ status: 404 }, 'upgrade refused 404'],
+      [{ status: 401 }, 'upgrade refused 401'],
+      [{ status: 403 }, 'upgrade refused 403'],
+      [{ status: 502 }, 'upgrade refused 502'],
+      ['reset', 'connection failed ECONNRESET'],
+    ];
+    for (const [how, reason] of cases) {
+      upstream.setFailing(how, /^\/extended\/v1\/ws/);
+      const { link } = linkTo(upstream.url);
+      link.start();
+      await expect.poll(() => link.failure?.reason, { timeout: 10_000 }).toBe(reason);
+      expect(link.state).toBe('connecting');
+      expect(link.failure?.kind).toBe(typeof how === 'string' ? 'failed' : 'refused');
+      await link.close();
+    }
+    const { link } = linkTo(upstream.url);
+    link.start();
+    await expect.poll(() => link.failure).toBeDefined();
+    upstream.setFailing(null);
+    await opened(link);
+    expect(link.failure).toBeUndefined();
+    expect(upstream.rpc.connectionsOpened).toBe(1);
+  });
+
+  it('reports a failing upstream to telemetry at every attempt, and its return once', async () => {
+    const upstream = await fakeWithChannel();
+    upstream.setFailing({ status: 404 }, /^\/extended\/v1\/ws/);
+    const failures: Array<{ reason: string; retryInMs: number }> = [];
+    const returns: string[] = [];
+    const telemetry = Object.assign(Object.create(noopTelemetry) as Telemetry, {
+      upstreamWsUnavailable: (_channel: string, _origin: string, reason: string, retryInMs: number) => failures.push({ reason, retryInMs }),
+      upstreamWsAvailable: (_channel: string, origin: string) => returns.push(origin),
+    });
+    const { link } = linkTo(upstream.url, { telemetry });
+    link.start();
+    await expect.poll(() => failures.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
+    // Each wait within [ceiling / 2, ceiling) of 20 ms doubling to 100 ms.
+    const [first, second, third] = failures.map((f) => f.retryInMs);
+    expect(first).toBeGreaterThanOrEqual(10);
+    expect(first).toBeLessThan(20);
+    expect(second).toBeGreaterThanOrEqual(20);
+    expect(third).toBeGreaterThanOrEqual(40);
+    expect(new Set(failures.map((f) => f.reason))).toEqual(new Set(['upgrade refused 404']));
+    upstream.setFailing(null);
+    await opened(link);
+    expect(returns).toEqual([upstream.url]);
+  });
 
   it('subscribes upstream and hands on notifications with the upstream’s exact bytes', async () => {
     const upstream = await fakeWithChannel();
@@ -143,7 +194,10 @@ describe('UpstreamRpcLink', () => {
 
   it('closes and reopens a connection that stops answering pings', async () => {
     const upstream = await fakeWithChannel();
-    const { link } = linkTo(upstream.url, { pingIntervalMs: 250 });
+    // The reconnect waits 200-400 ms (the connection stayed up a ping interval: the backoff starts
+    // again), time for the test to see the drop and end the silence first: a subscribe sent while
+    // silent would go unanswered for the whole request timeout.
+    const { link } = linkTo(upstream.url, { pingIntervalMs: 250, reconnectMinMs: 400, reconnectMaxMs: 800 });
     link.start();
     await link.subscribe('block', { event: 'block' });
     await opened(link);
@@ -235,17 +289,7 @@ describe('UpstreamLinks', () => {
   });
 });
 
-describe('reconnectDelay', () => {
-  it('doubles from the minimum up to the maximum, jittered over the upper half', () => {
-    expect(reconnectDelay(0, 250, 10_000, 0)).toBe(125);
-    expect(reconnectDelay(0, 250, 10_000, 0.999)).toBeLessThan(250);
-    expect(reconnectDelay(1, 250, 10_000, 0)).toBe(250);
-    expect(reconnectDelay(3, 250, 10_000, 0)).toBe(1_000);
-    expect(reconnectDelay(10, 250, 10_000, 0)).toBe(5_000);
-    expect(reconnectDelay(10_000, 250, 10_000, 0.999)).toBeLessThan(10_000);
-    expect(reconnectDelay(10_000, 250, 10_000, 0)).toBe(5_000);
-  });
-
+describe('rpcUrlOf', () => {
   it('maps an http(s) origin to its ws(s) JSON-RPC URL', () => {
     expect(rpcUrlOf('http://127.0.0.1:3999')).toBe('ws://127.0.0.1:3999/extended/v1/ws');
     expect(rpcUrlOf('https://api.example.com')).toBe('wss://api.example.com/extended/v1/ws');

@@ -167,6 +167,29 @@ describe('worker mode: one tip poll per host', () => {
     proxy.child.kill('SIGTERM');
     expect(await exit).toBe(0);
   }, 120_000);
+
+  it("reports the tip leader's poll mode for an upstream that refuses the push feed's upgrade, warned once for the host", async () => {
+    const upstream = await startFakeUpstream({ rpcChannel: true });
+    upstreams.push(upstream);
+    upstream.setFailing({ status: 404 }, /^\/extended\/v1\/ws/);
+    const proxy = await run(upstream, { chainTip: { pollIntervalMs: 500 } });
+    await expect.poll(() => leaderPids(proxy).length).toBe(1);
+    const [leader] = leaderPids(proxy);
+    const warning = 'upstream WebSocket unavailable: tried again with backoff; the chain tip is polled meanwhile';
+    await expect.poll(() => proxy.lines().filter((line) => line.msg === warning).length, { timeout: 10_000 }).toBe(1);
+    expect(proxy.lines().find((line) => line.msg === warning)?.pid).toBe(leader);
+    // Only the leader follows the tip: one sample at 1, mode poll.
+    await expect.poll(async () => sampleSum(await metricsOf(proxy), 'stacks_proxy_upstream_push_mode', 'mode="poll"'), { timeout: 10_000 }).toBe(1);
+    expect(sampleSum(await metricsOf(proxy), 'stacks_proxy_upstream_push_mode', 'mode="push"')).toBe(0);
+    const report = (await (await fetch(`${proxy.adminUrl}/status.json`)).json()) as { upstreams: Array<{ origin: string; push: unknown }> };
+    expect(report.upstreams.find((u) => u.origin === upstream.url)?.push).toMatchObject({ mode: 'poll', reason: 'upgrade refused 404' });
+    // One link for the host, backing off: a few attempts, however many workers.
+    expect(upstream.count((r) => r.method === 'UPGRADE')).toBeLessThanOrEqual(4);
+
+    const exit = exitOf(proxy.child);
+    proxy.child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+  }, 120_000);
 });
 
 /** The X-Cache of each worker's first answer to `path` (asked over new connections until every worker has answered). */

@@ -33,6 +33,7 @@ export function statusSources(over: Partial<StatusSources> = {}): StatusSources 
     redis: undefined,
     purges: { local: 0, fromPeers: 0 },
     live: { push: true, fanout: true },
+    pushModes: {},
     ...over,
   };
 }

@@ -180,6 +180,30 @@ describe("statusReport: an upstream's recent failures", () => {
   });
 });
 
+describe('statusReport push mode', () => {
+  it('says per upstream push or poll, why, and in how long that may change; null where this process does not follow the tip', () => {
+    const report = statusReport(
+      sources({
+        upstreams: ['http://a', 'http://b', 'http://c'].map((origin) => ({ origin, usable: true, breaker: 'closed' })),
+        pushModes: {
+          'http://a': { mode: 'push' },
+          'http://b': { mode: 'poll', reason: 'upgrade refused 404', retryAt: 1_000_000 + 120_000 },
+        },
+      }),
+    ) as unknown as Report;
+    expect(report.upstreams.map((u) => u.push)).toEqual([
+      { mode: 'push', reason: null, retryInSeconds: null },
+      { mode: 'poll', reason: 'upgrade refused 404', retryInSeconds: 120 },
+      null,
+    ]);
+  });
+
+  it('never says a retry is overdue by a negative time', () => {
+    const report = statusReport(sources({ pushModes: { 'http://a': { mode: 'poll', reason: 'connecting', retryAt: 999_000 } } })) as unknown as Report;
+    expect(report.upstreams[0]?.push).toEqual({ mode: 'poll', reason: 'connecting', retryInSeconds: 0 });
+  });
+});
+
 describe('StatusRecord', () => {
   it("keeps each upstream's last failure, texts cut, and attributes a tip poll error that names its upstream", () => {
     let now = 0;

@@ -263,6 +263,34 @@ describe('domain events', () => {
     ]);
   });
 
+  it('warns once per channel and upstream while its WebSocket attempts fail, and says once when it opens again', async () => {
+    const { telemetry, messages, lines } = telemetryWithLog();
+    telemetry.upstreamWsAvailable('rpc', 'http://a');
+    telemetry.upstreamWsUnavailable('rpc', 'http://a', 'upgrade refused 404', 1_000);
+    telemetry.upstreamWsUnavailable('rpc', 'http://a', 'upgrade refused 404', 2_000);
+    // Another upstream, and the other channel to the same one, are outages of their own.
+    telemetry.upstreamWsUnavailable('rpc', 'http://b', 'connection failed ECONNREFUSED', 1_000);
+    telemetry.upstreamWsUnavailable('socket_io', 'http://a', 'upgrade refused 403', 1_000);
+    telemetry.upstreamWsAvailable('rpc', 'http://a');
+    telemetry.upstreamWsAvailable('rpc', 'http://a');
+    telemetry.upstreamWsUnavailable('rpc', 'http://a', 'upgrade refused 404', 1_000);
+    const warning = 'upstream WebSocket unavailable: tried again with backoff; the chain tip is polled meanwhile';
+    expect(messages()).toEqual([
+      [LEVEL.warn, warning],
+      [LEVEL.debug, 'upstream WebSocket still unavailable'],
+      [LEVEL.warn, warning],
+      [LEVEL.warn, warning],
+      [LEVEL.info, 'upstream WebSocket available again'],
+      [LEVEL.warn, warning],
+    ]);
+    expect(lines[0]).toMatchObject({ channel: 'rpc', origin: 'http://a', reason: 'upgrade refused 404', retryInMs: 1_000 });
+    // The mode gauge: one of push and poll at 1 per upstream.
+    telemetry.upstreamPushMode('http://a', 'poll');
+    telemetry.upstreamPushMode('http://a', 'push');
+    expect(await sample(telemetry, 'stacks_proxy_upstream_push_mode', { upstream: 'http://a', mode: 'push' })).toBe(1);
+    expect(await sample(telemetry, 'stacks_proxy_upstream_push_mode', { upstream: 'http://a', mode: 'poll' })).toBe(0);
+  });
+
   it('reorgDetected warns with the fork height and both tips', () => {
     const { telemetry, lines } = telemetryWithLog();
     const from = { height: 10, burnHeight: 5, indexBlockHash: '0xaa' };
@@ -497,7 +525,7 @@ describe('noopTelemetry', () => {
     // Reads, not events: the scrape, the admin API's lookup counts and the status page's counts.
     const notEvents = new Set(['constructor', 'contentType', 'watch', 'scrape', 'lookupCounts', 'statusCounts']);
     const events = Object.getOwnPropertyNames(Object.getPrototypeOf(real)).filter((name) => !notEvents.has(name));
-    expect(events.length).toBe(54); // 24 + disagreements with the chain model and the tip's burn heights (issue 27) + refreshes behind answers, single-flight through the primary, tip polls and the tip leader (issue 18) + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
+    expect(events.length).toBe(57); // 24 + disagreements with the chain model and the tip's burn heights (issue 27) + refreshes behind answers, single-flight through the primary, tip polls and the tip leader (issue 18) + the three rate-limit events (issue 9) + ETag-scope confirmations and purges (issue 10) + purge requests and coalescing (issue 14) + principal activity (issue 15: broadcasts, captures over budget, announcements, blocks learned, activity upstream requests) + surface reads (issue 15) + the live chain (issue 16: upstream WebSocket connections and reconnects, push notifications, feed believed, feed distrusted; issue 27: upstream WebSocket unavailable and available again, push mode; the WebSocket fan-out: clients connected and closed, subscriptions, messages, drops; warm reads)
     const before = await globalRegistry.metrics();
     const noop = noopTelemetry as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of events) {

@@ -242,6 +242,18 @@ describe('combineStatusReports', () => {
     ]);
   });
 
+  it("gives each upstream's push mode as the tip leader reports it (the other workers follow no feed)", () => {
+    const follower = report();
+    const leader = report({ pushModes: { 'http://a': { mode: 'poll', reason: 'upgrade refused 404', retryAt: 1_060_000 } } });
+    const c = combineStatusReports([
+      { id: 1, pid: 1, report: follower },
+      { id: 2, pid: 2, report: leader },
+      { id: 3, pid: 3, report: follower },
+    ])!;
+    expect(c.upstreams[0]?.push).toEqual({ mode: 'poll', reason: 'upgrade refused 404', retryInSeconds: 60 });
+    expect(combineStatusReports([{ id: 1, pid: 1, report: follower }])!.upstreams[0]?.push).toBeNull();
+  });
+
   it('takes the shared Redis from a worker that reached it', () => {
     const down = report({ redis: 'unavailable' });
     const up = report({ redis: { keys: 4, bytes: 10, evictedKeys: 0, maxBytes: 100 } });

@@ -55,7 +55,7 @@ export const STATUS_HTML = `<!doctype html>
   <section class="card wide" id="upstreams-panel">
     <h2>Upstreams</h2>
     <table>
-      <thead><tr><th>Upstream</th><th>State</th><th>Breaker</th><th>Tip</th><th>Lag</th><th>In flight / queued</th><th>Push feed</th><th>Last error</th></tr></thead>
+      <thead><tr><th>Upstream</th><th>State</th><th>Breaker</th><th>Tip</th><th>Lag</th><th>In flight / queued</th><th>Push or poll</th><th>Last error</th></tr></thead>
       <tbody id="upstreams"></tbody>
     </table>
   </section>
@@ -245,6 +245,14 @@ export const STATUS_JS = `'use strict';
     return box;
   }
 
+  // "push" or "polling: upgrade refused 404, next try in 2.0 min" (the push field of status-report.ts).
+  function pushText(push, long) {
+    if (push === null) return long ? 'not judged yet' : '–';
+    if (push.mode === 'push') return long ? 'push (tip polled at the cross-check interval)' : 'push';
+    var text = 'polling' + (long ? ' every poll interval' : '') + (push.reason ? ': ' + push.reason : '');
+    return push.retryInSeconds === null ? text : text + ', next try in ' + age(push.retryInSeconds);
+  }
+
   function renderUpstreams(upstreams) {
     replaceChildren(byId('upstreams'), upstreams.map(function (u) {
       var error = el('td', u.lastError ? 'error-text' : 'muted');
@@ -257,7 +265,7 @@ export const STATUS_JS = `'use strict';
         num(u.tipHeight),
         u.lagBlocks === null ? '–' : num(u.lagBlocks) + ' blocks',
         num(u.inFlight) + ' / ' + num(u.queued),
-        u.pushFeedBelieved === null ? '–' : (u.pushFeedBelieved ? 'believed' : 'not believed'),
+        pushText(u.push, false),
         error,
       ]);
       tr.setAttribute('data-origin', u.origin);
@@ -310,7 +318,7 @@ export const STATUS_JS = `'use strict';
     item('Push feed', live.pushFeed ? 'on' : 'off');
     if (live.pushFeed) {
       upstreams.forEach(function (u) {
-        item(u.origin, u.pushFeedBelieved === null ? 'not judged yet' : u.pushFeedBelieved ? 'believed (tip polled at the cross-check interval)' : 'not believed (tip polled every poll interval)');
+        item(u.origin, pushText(u.push, true));
       });
     }
     item('WebSocket fan-out', live.fanout ? 'on' : 'off');

@@ -20,6 +20,16 @@ export interface UpstreamStatus {
   recentFailures?: ReadonlyArray<{ kind: string; route: string; message: string; ageMs: number }>;
 }
 
+/**
+ * How an upstream's tip is followed, as the process that follows it reads it (live/push-feed.ts
+ * mode()): push, or poll with why and when that may change at the earliest (clock time).
+ */
+export interface PushModeStatus {
+  mode: 'push' | 'poll';
+  reason?: string;
+  retryAt?: number;
+}
+
 export interface StatusSources {
   /** Clock time (ms). */
   now: number;
@@ -36,6 +46,8 @@ export interface StatusSources {
   purges: { local: number; fromPeers: number };
   /** live.push.enabled and live.fanout.enabled. */
   live: { push: boolean; fanout: boolean };
+  /** Each upstream's push mode, by origin; an upstream absent is not followed here (a worker that is not the tip leader). */
+  pushModes: Readonly<Record<string, PushModeStatus>>;
 }
 
 /** Cache results that count towards a hit ratio; BYPASS and NONE were never cacheable. */
@@ -117,6 +129,8 @@ export interface StatusReport {
     inFlight: number | null;
     queued: number | null;
     pushFeedBelieved: boolean | null;
+    /** push or poll, why polled (null when pushed) and in how long that may change; null where this process does not follow the tip. */
+    push: { mode: 'push' | 'poll'; reason: string | null; retryInSeconds: number | null } | null;
     lastError: ({ kind: string; message: string; route: string } & Aged) | null;
     /** Its failures since its last success, newest first, at most upstream.failureThreshold: while the breaker is open, those that opened it. */
     recentFailures: Array<{ kind: string; message: string; route: string } & Aged>;
@@ -188,6 +202,7 @@ export function statusReport(sources: StatusSources): StatusReport {
         inFlight: u.inFlight ?? null,
         queued: u.queued ?? null,
         pushFeedBelieved: believed ?? null,
+        push: pushModeOf(sources.pushModes[u.origin], now),
         lastError: failure ? { kind: failure.kind, message: failure.message, route: failure.route, ageSeconds: ageSeconds(now, failure.at) } : null,
         // Newest first, as every other list of the report.
         recentFailures: (u.recentFailures ?? []).map((f) => ({ kind: f.kind, message: f.message, route: f.route, ageSeconds: f.ageMs / 1000 })).reverse(),
@@ -234,6 +249,11 @@ export function statusReport(sources: StatusSources): StatusReport {
 /** The tip block's anchor: on the tip itself, or the chain view's when the view is of that same tip. */
 function anchorOf(tip: ChainTip, chain: ChainView): number | undefined {
   return tip.anchorBurnHeight ?? (chain.tipHash === tip.indexBlockHash ? chain.tipAnchorBurnHeight : undefined);
+}
+
+function pushModeOf(mode: PushModeStatus | undefined, now: number): StatusReport['upstreams'][number]['push'] {
+  if (!mode) return null;
+  return { mode: mode.mode, reason: mode.reason ?? null, retryInSeconds: mode.retryAt === undefined ? null : Math.max(0, (mode.retryAt - now) / 1000) };
 }
 
 /** Redis INFO fields a managed Redis hides parse as NaN, which JSON would turn into null anyway: said plainly. */
