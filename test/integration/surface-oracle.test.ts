@@ -21,7 +21,7 @@ import {
   type SendStats,
   type SurfaceUpstream,
 } from '../../testkit/surface-upstream/index.js';
-import { startTestProxy } from '../support/proxy-harness.js';
+import { metricValue, startTestProxy } from '../support/proxy-harness.js';
 
 const ROUNDS = 50;
 const ROUND_MS = 1_000; // virtual: the clients' clock
@@ -42,12 +42,41 @@ interface RunResult {
 }
 
 /** Runs the mix in rounds: move the chain, let the proxy poll its tip, run the clients' due requests. */
-async function runRounds(upstream: SurfaceUpstream, baseUrl: string, pollTip: () => Promise<void>, rounds = ROUNDS): Promise<RunResult & { gone: number }> {
+/** How the chain moves each round: a block every third round, each in its own new burn block. */
+type ChainMover = (upstream: SurfaceUpstream, round: number) => void;
+const blockEveryThirdRound: ChainMover = (upstream, round) => {
+  if (round % 3 === 0) upstream.mine();
+};
+
+/**
+ * A Nakamoto chain's shape: each Bitcoin block is announced a round before its tenure's first
+ * Stacks block, while the old tenure's miner still adds a block (so a new Stacks tip comes with
+ * the status's burn tip one ahead of its anchor: what a conditional poll does show); the model
+ * puts a new burn block under every `burnEvery` blocks otherwise; and every 15 rounds a stall of
+ * 4 Bitcoin blocks with no Stacks block.
+ */
+const burnTipLeading: ChainMover = (upstream, round) => {
+  const phase = round % 15;
+  if (phase === 0) upstream.mineBurn(4);
+  else if (phase % 3 === 1) {
+    // The Bitcoin block is announced, and the old tenure's miner still adds a block under it.
+    upstream.mineBurn(1);
+    upstream.mine({ lateInTenure: true });
+  } else upstream.mine();
+};
+
+async function runRounds(
+  upstream: SurfaceUpstream,
+  baseUrl: string,
+  pollTip: () => Promise<void>,
+  rounds = ROUNDS,
+  moveChain: ChainMover = blockEveryThirdRound,
+): Promise<RunResult & { gone: number }> {
   const mix = new ClientMix({ baseUrl, cast: upstream.cast, wallets: 16, explorers: 2, dapps: 3, timeScale: 10, sendsPerSecond: 0.6, seed: 7 });
   const marks: number[] = [];
   for (let round = 0; round < rounds; round++) {
     const began = Date.now();
-    if (round % 3 === 0) upstream.mine();
+    moveChain(upstream, round);
     await upstream.backgroundTx();
     await pollTip();
     marks.push(Date.now());
@@ -102,6 +131,26 @@ describe('surface oracle: the proxy answers as the upstream did, within two tip 
     expect(describeMismatches(result.verdict)).toBe('');
     expect(result.sends.staleNonces).toBe(0);
     expect(result.sends.badNonce).toBe(0);
+  }, 90_000);
+
+  it('with the burn tip leading the tip block’s anchor (Nakamoto tenures, stalls): the same, no answer an error, the breaker closed', async () => {
+    const upstream = await startSurfaceUpstream({ wallets: 16, bots: 4, historyMs: 600_000 });
+    cleanups.push(() => upstream.close());
+    const proxy = await startTestProxy({
+      upstreamUrls: [upstream.url],
+      overrides: { cache: { ttl: { mempoolMs: MEMPOOL_FRESH_MS, staleWhileRevalidateMs: 0 } } },
+    });
+    cleanups.push(() => proxy.close());
+    const result = await runRounds(upstream, proxy.url, () => proxy.tracker.pollOnce(), ROUNDS, burnTipLeading);
+    console.info(
+      `surface oracle, burn tip leading: ${result.requests} client requests, ${result.verdict.checked} judged, ${result.verdict.mismatches.length} mismatches`,
+    );
+    expect(result.requests).toBeGreaterThan(800);
+    expect(describeMismatches(result.verdict)).toBe('');
+    expect(result.sends.staleNonces).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_chain_disagreements_total')).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_breaker_open')).toBe(0);
+    expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
   }, 90_000);
 
   it('passes on 410 Gone when the upstream switches deprecated routes off', async () => {

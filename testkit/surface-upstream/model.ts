@@ -220,7 +220,12 @@ const BLOCK_CAPACITY = 200;
  * every `burnEvery` Stacks blocks; after burn blocks without a Stacks block, a new tenure in the
  * newest of them.
  */
-export function mineBlock(s: Snapshot, timeSeconds: number): Snapshot {
+/**
+ * `lateInTenure`: the block is the last of the tip's tenure although a newer burn block is
+ * announced (Nakamoto: the old tenure's miner may still produce blocks until the new tenure's
+ * first one), so it is anchored at the tip's burn height, below the burn tip.
+ */
+export function mineBlock(s: Snapshot, timeSeconds: number, options: { lateInTenure?: boolean } = {}): Snapshot {
   const parent = tipOf(s);
   const height = parent.height + 1;
   const accounts = new Map(s.accounts);
@@ -251,8 +256,8 @@ export function mineBlock(s: Snapshot, timeSeconds: number): Snapshot {
   // A pending tx whose nonce is now used by a mined one can never be mined: dropped, as the node prunes it.
   pending = pending.filter((tx) => tx.nonce >= (accounts.get(tx.sender) ?? emptyAccount()).nonce);
   // A burn block no Stacks block is anchored in yet (the burn tip ahead): the tenure opens there.
-  const announced = s.burnTip.height > parent.burnHeight;
-  const newBurn = announced || (height - 1) % s.burnEvery === 0;
+  const announced = s.burnTip.height > parent.burnHeight && options.lateInTenure !== true;
+  const newBurn = announced || (options.lateInTenure !== true && (height - 1) % s.burnEvery === 0);
   const burnHeight = announced ? s.burnTip.height : newBurn ? parent.burnHeight + 1 : parent.burnHeight;
   const burnTime = announced ? s.burnTip.time : newBurn ? timeSeconds : parent.burnTime;
   const hash = `0x${sha256(`block:${height}:${parent.indexHash}:${included.map((t) => t.txId).join(',')}:${timeSeconds}`)}`;

@@ -125,8 +125,9 @@ export class SurfaceUpstream {
   }
 
   /** Mines a block now. */
-  mine(): Snapshot {
-    return this.install(mineBlock(this.current(), Math.floor(this.now() / 1000)));
+  /** Mines the mempool into a new block (`lateInTenure`: in the tip's tenure although a newer burn block is announced; model.ts). */
+  mine(options: { lateInTenure?: boolean } = {}): Snapshot {
+    return this.install(mineBlock(this.current(), Math.floor(this.now() / 1000), options));
   }
 
   /**
