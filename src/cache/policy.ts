@@ -209,14 +209,29 @@ function classifyOk(input: ParsedAnswer): Judgement | undefined {
       const tx = asObject(body?.tx);
       return tx ? classifyTransaction(tx, chain) : undefined;
     }
-    case 'block':
-    case 'burn_block': {
+    case 'block': {
       if (!body) return undefined;
       const judged = classifyBlock(body as MinedFields, chain);
       // The latest block moves with the tip, but must still sit where the chain allows.
       return facts.latest && !isContradiction(judged) ? { cls: 'tip' } : judged;
     }
+    case 'burn_block': {
+      if (!body) return undefined;
+      const judged = classifyBlock(body as MinedFields, chain);
+      return isContradiction(judged) || judged.cls !== 'final' || tenureEnded(body as MinedFields, chain) ? judged : { cls: 'tip' };
+    }
   }
+}
+
+/**
+ * by_burn_block_height answers the highest block anchored at that burn height, and a tenure can
+ * go on getting blocks at its burn height long after it is deep (a tenure extend while Bitcoin
+ * blocks come with no new tenure): the answer is final only once a later tenure began, that is
+ * once the believed tip block is anchored higher. Its anchor not read yet: not known to be.
+ */
+function tenureEnded(block: MinedFields, chain: ChainView): boolean {
+  const anchor = chain.tipAnchorBurnHeight;
+  return anchor !== undefined && typeof block.burn_block_height === 'number' && block.burn_block_height < anchor;
 }
 
 /** Negative caching (DESIGN §3): a missing tx may arrive any second; a missing block at the next one. */

@@ -15,6 +15,7 @@
  * - `no-error`: no answer of the honest upstream becomes a 5xx;
  * - `final-stays-true`: bytes once served `final` stay the fake's answer for good, reorgs included;
  * - `breaker-closed`: the upstream's circuit breaker never opens;
+ * - `no-disagreement`: no answer of the honest upstream disagrees with the proxy's chain model;
  * - `tip-followed`: the proxy believes the fake's tip after a few polls.
  *
  * Seeded and bounded: CHAIN_SHAPES_SEED and CHAIN_SHAPES_RUNS override the defaults, and
@@ -157,8 +158,8 @@ class Run {
 
   static async start(): Promise<Run> {
     const upstream = await startFakeUpstream();
-    // Only the lines naming a contradiction (logged at debug: a failure quotes the proxy's reason)
-    // and the breaker's opening (it may close again before the metric is read).
+    // Only the lines naming a disagreement with the chain model (or, from a proxy before issue 27,
+    // a contradiction) and the breaker's opening (it may close again before the metric is read).
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -166,7 +167,7 @@ class Run {
           ...chunk
             .toString()
             .split('\n')
-            .filter((line) => line.includes('contradicts') || line.includes(BREAKER_OPENED)),
+            .filter((line) => line.includes('contradicts') || line.includes('chain model') || line.includes(BREAKER_OPENED)),
         );
         done();
       },
@@ -289,7 +290,11 @@ class Run {
     if (opened || (await metricValue(this.proxy, 'stacks_proxy_upstream_breaker_open')) !== 0) {
       this.violate('breaker-closed', step, '-', 'the circuit breaker of the only (honest) upstream opened');
     }
-    this.contradictions.push(...logged.filter((line) => line.includes('contradicts')));
+    this.contradictions.push(...logged.filter((line) => line.includes('contradicts') || line.includes('chain model')));
+    // An honest upstream's answer that does not fit the proxy's model means the model is wrong
+    // (and the answer uncacheable): none may.
+    const disagreements = await metricValue(this.proxy, 'stacks_proxy_chain_disagreements_total');
+    if (disagreements > 0) this.violate('no-disagreement', step, '-', `${disagreements} answers of the honest upstream disagreed with the chain model`);
   }
 
   private async read(step: number, path: string, tipHash: string): Promise<void> {

@@ -108,15 +108,21 @@ function describeMismatches(verdict: OracleVerdict): string {
     .join('\n');
 }
 
+/** A proxy in front of `upstream`, its mempool freshness scaled to a round (closed after the test). */
+async function oracleProxy(upstream: SurfaceUpstream) {
+  const proxy = await startTestProxy({
+    upstreamUrls: [upstream.url],
+    overrides: { cache: { ttl: { mempoolMs: MEMPOOL_FRESH_MS, staleWhileRevalidateMs: 0 } } },
+  });
+  cleanups.push(() => proxy.close());
+  return proxy;
+}
+
 describe('surface oracle: the proxy answers as the upstream did, within two tip polls', () => {
   it('every proxy answer equals an upstream answer in the window, and no nonce after a broadcast is stale', async () => {
     const upstream = await startSurfaceUpstream({ wallets: 16, bots: 4, historyMs: 600_000 });
     cleanups.push(() => upstream.close());
-    const proxy = await startTestProxy({
-      upstreamUrls: [upstream.url],
-      overrides: { cache: { ttl: { mempoolMs: MEMPOOL_FRESH_MS, staleWhileRevalidateMs: 0 } } },
-    });
-    cleanups.push(() => proxy.close());
+    const proxy = await oracleProxy(upstream);
     const result = await runRounds(upstream, proxy.url, () => proxy.tracker.pollOnce());
     const { served } = result;
     // The figure this test reports (it asserts correctness, not a ratio).
@@ -136,11 +142,7 @@ describe('surface oracle: the proxy answers as the upstream did, within two tip 
   it('with the burn tip leading the tip block’s anchor (Nakamoto tenures, stalls): the same, no answer an error, the breaker closed', async () => {
     const upstream = await startSurfaceUpstream({ wallets: 16, bots: 4, historyMs: 600_000 });
     cleanups.push(() => upstream.close());
-    const proxy = await startTestProxy({
-      upstreamUrls: [upstream.url],
-      overrides: { cache: { ttl: { mempoolMs: MEMPOOL_FRESH_MS, staleWhileRevalidateMs: 0 } } },
-    });
-    cleanups.push(() => proxy.close());
+    const proxy = await oracleProxy(upstream);
     const result = await runRounds(upstream, proxy.url, () => proxy.tracker.pollOnce(), ROUNDS, burnTipLeading);
     console.info(
       `surface oracle, burn tip leading: ${result.requests} client requests, ${result.verdict.checked} judged, ${result.verdict.mismatches.length} mismatches`,
@@ -156,11 +158,7 @@ describe('surface oracle: the proxy answers as the upstream did, within two tip 
   it('passes on 410 Gone when the upstream switches deprecated routes off', async () => {
     const upstream = await startSurfaceUpstream({ wallets: 16, bots: 4, historyMs: 600_000, deprecatedGone: true });
     cleanups.push(() => upstream.close());
-    const proxy = await startTestProxy({
-      upstreamUrls: [upstream.url],
-      overrides: { cache: { ttl: { mempoolMs: MEMPOOL_FRESH_MS, staleWhileRevalidateMs: 0 } } },
-    });
-    cleanups.push(() => proxy.close());
+    const proxy = await oracleProxy(upstream);
     const result = await runRounds(upstream, proxy.url, () => proxy.tracker.pollOnce(), 20);
     expect(result.gone).toBeGreaterThan(50);
     expect(describeMismatches(result.verdict)).toBe('');

@@ -217,8 +217,18 @@ describe('classify: blocks', () => {
     const past = block(FINAL_BURN + 1, { height: FINAL_STACKS + 1 });
     expect(classOf('block', { body: json(block(FINAL_BURN)), chain })).toEqual({ cls: 'final', height: 21 });
     expect(classOf('block', { body: json(past), chain })).toEqual({ cls: 'tip' });
-    expect(classOf('burn_block', { body: json(block(FINAL_BURN)), chain })).toEqual({ cls: 'final', height: 21 });
-    expect(classOf('burn_block', { body: json(past), chain })).toEqual({ cls: 'tip' });
+    // by_burn_block_height: final only once a later tenure began (the tip block anchored higher).
+    const later = { ...chain, tipAnchorBurnHeight: FINAL_BURN + 1 };
+    expect(classOf('burn_block', { body: json(block(FINAL_BURN)), chain: later })).toEqual({ cls: 'final', height: 21 });
+    expect(classOf('burn_block', { body: json(past), chain: later })).toEqual({ cls: 'tip' });
+  });
+
+  it('keeps by_burn_block_height at tip while its tenure may still get blocks (the tip anchored there, or its anchor not read)', () => {
+    const chain = verified(FINAL_BURN);
+    expect(classOf('burn_block', { body: json(block(FINAL_BURN)), chain: { ...chain, tipAnchorBurnHeight: FINAL_BURN } })).toEqual({ cls: 'tip' });
+    expect(classOf('burn_block', { body: json(block(FINAL_BURN)), chain })).toEqual({ cls: 'tip' });
+    // The block itself, by height or hash, is final all the same: later blocks of its tenure do not change it.
+    expect(classOf('block', { body: json(block(FINAL_BURN)), chain: { ...chain, tipAnchorBurnHeight: FINAL_BURN } })).toEqual({ cls: 'final', height: 21 });
   });
 
   it('contradicts the chain with a block that is not the verified one at its final height, also as blocks/latest', () => {
