@@ -87,6 +87,7 @@ export class TrafficMix {
     await this.missesThroughPrimary();
     await this.overloadPeer();
     await this.upstreamFailures();
+    await this.disagreeingAnswer();
     await this.expireMempoolEntries();
     await this.confirmSiblings();
     await this.purgeThroughAdmin();
@@ -164,6 +165,18 @@ export class TrafficMix {
   private async upstreamFailures(): Promise<void> {
     await this.getFailing(`/extended/v1/tx/${unknownTxId()}`, { status: 503 });
     await this.getFailing(`/extended/v1/tx/${unknownTxId()}`, 'reset');
+  }
+
+  /**
+   * A transaction answered once as mined in block 999,999,999 (above every tip): it does not fit
+   * the chain the proxy verified, so it is served as sent, unstored, and counted
+   * (chain_disagreements_total). A new event_limit each round: a key not cached yet.
+   */
+  private async disagreeingAnswer(): Promise<void> {
+    const path = `/extended/v1/tx/${TX}?event_limit=${(this.rounds % 90) + 1}`;
+    const tx = JSON.parse(await (await fetch(this.upstream.url + path, { signal: AbortSignal.timeout(10_000) })).text()) as Record<string, unknown>;
+    this.upstream.failNext(1, { status: 200, body: JSON.stringify({ ...tx, block_height: 999_999_999 }) }, literally(path));
+    await this.get(this.main, path);
   }
 
   /**

@@ -108,13 +108,15 @@ describe('the status page in Chromium', () => {
   });
 
   it("shows an upstream's error as text, its markup never parsed", async () => {
-    upstream.setFailing({ status: 401, body: JSON.stringify({ error: 'Unauthorized', message: HOSTILE }) }, /^\/extended(\?|$)/);
+    // Every request of that upstream: any success (the mempool watcher's poll, a block's warm-up
+    // on a loaded machine) would end the run of failures the page lists.
+    upstream.setFailing({ status: 401, body: JSON.stringify({ error: 'Unauthorized', message: HOSTILE }) }, /^\//);
     try {
       const origin = new URL(upstream.url).origin;
       const cell = `#upstreams tr[data-origin="${origin}"] td.error-text`;
       await page.locator(cell).waitFor({ timeout: 10_000 });
       const shown = await untilText(cell, (v) => v.includes(HOSTILE), 10_000);
-      expect(shown).toContain('answered 401 without a chain_tip');
+      expect(shown).toContain('401');
       // Shown as characters: no element was made from it, and its handler never ran.
       expect(await page.locator('#injected').count()).toBe(0);
       expect(await page.locator('#upstreams img').count()).toBe(0);
