@@ -4,6 +4,8 @@
  * the answer, so only its status code and a bounded error code or message are kept.
  */
 
+import { cutText } from '../cut-text.js';
+
 export interface ConnectFailure {
   /** refused: the upstream answered the upgrade with something other than 101; failed: no answer (connect error, reset, timeout). */
   kind: 'refused' | 'failed';
@@ -12,7 +14,7 @@ export interface ConnectFailure {
 
 const MAX_DETAIL_CHARS = 120;
 
-const cut = (text: string): string => (text.length > MAX_DETAIL_CHARS ? `${text.slice(0, MAX_DETAIL_CHARS - 1)}…` : text);
+const cut = (text: string): string => cutText(text, MAX_DETAIL_CHARS);
 
 /** The upstream answered the upgrade with `status` (404: no WebSocket served; 401/403: a gateway refusing it). */
 export function refusedWith(status: number): ConnectFailure {

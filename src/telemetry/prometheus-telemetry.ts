@@ -426,15 +426,15 @@ class PrometheusTelemetry implements ProxyTelemetry {
   tipChanged(tip: TipLike): void {
     this.tipChangedAt = this.now();
     this.m.chainTipHeight.set(tip.height);
-    this.m.chainTipBurnHeight.set(tip.burnHeight);
-    if (tip.anchorBurnHeight !== undefined) this.m.chainTipAnchorBurnHeight.set(tip.anchorBurnHeight);
-    else this.m.chainTipAnchorBurnHeight.reset();
+    this.tipBurnHeights(tip);
     this.tipPollSucceeded();
   }
 
   tipBurnHeights(tip: TipLike): void {
     this.m.chainTipBurnHeight.set(tip.burnHeight);
+    // A new tip's anchor is not read yet: no sample, rather than the previous block's.
     if (tip.anchorBurnHeight !== undefined) this.m.chainTipAnchorBurnHeight.set(tip.anchorBurnHeight);
+    else this.m.chainTipAnchorBurnHeight.reset();
   }
 
   tipPolled(): void {

@@ -7,6 +7,7 @@
  * MAX_TEXT_CHARS, class and cache values are the proxy's own few.
  */
 import { cellTree } from './label-children.js';
+import { cutText } from '../cut-text.js';
 
 export interface FailureRecord {
   /** The failure kind (timeout, connect, 5xx, ...). */
@@ -46,7 +47,7 @@ const MAX_UPSTREAMS = 64;
 export const RECENT_KEPT = 20;
 const MAX_TEXT_CHARS = 500;
 
-const cut = (text: string): string => (text.length > MAX_TEXT_CHARS ? `${text.slice(0, MAX_TEXT_CHARS - 1)}…` : text);
+const cut = (text: string): string => cutText(text, MAX_TEXT_CHARS);
 
 export class StatusRecord {
   private readonly failures = new Map<string, FailureRecord>();

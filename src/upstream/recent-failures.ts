@@ -6,6 +6,8 @@
  * only resets a count, a failure fills one slot; lists are made only when read.
  */
 
+import { cutText } from '../cut-text.js';
+
 /** A failed attempt: its kind (timeout, connect, 5xx, invalid, ...), the route id it was for, and what it met. */
 export interface UpstreamFailure {
   kind: string;
@@ -25,7 +27,7 @@ interface Slot extends UpstreamFailure {
   at: number;
 }
 
-const cut = (text: string): string => (text.length > MAX_FAILURE_MESSAGE_CHARS ? `${text.slice(0, MAX_FAILURE_MESSAGE_CHARS - 1)}…` : text);
+const cut = (text: string): string => cutText(text, MAX_FAILURE_MESSAGE_CHARS);
 
 export class RecentFailures {
   private readonly slots: Array<Slot | undefined>;

@@ -17,7 +17,10 @@ const { defer, fakeUpstream } = useCleanups();
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 const STATUS = /^\/extended$/;
 
-/** The fake's GET /extended with its burn tip `ahead` burn blocks above the tip block's anchor (same ETag: the Stacks tip's). */
+/**
+ * The fake's GET /extended reporting a burn tip `ahead` burn blocks above the tip block's anchor
+ * that its burn chain does not have (same ETag: the Stacks tip's): an upstream with a wrong view.
+ */
 async function burnTipAhead(upstream: FakeUpstream, ahead: number): Promise<void> {
   const real = await fetchRaw(`${upstream.url}/extended`);
   const status = JSON.parse(real.body.toString()) as { chain_tip: { burn_block_height: number } };
@@ -40,20 +43,29 @@ const READS = [
 ];
 
 describe('a burn tip above the tip block’s anchor', () => {
-  it('24 burn blocks with no Stacks block: every answer is the upstream’s, no disagreement, the breaker closed, the tip block final', async () => {
-    const upstream = await fakeUpstream();
-    await burnTipAhead(upstream, 24);
+  /** A proxy in front of `upstream`, its first tip poll answered. */
+  async function proxyOf(upstream: FakeUpstream) {
     const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
     defer(() => proxy.close());
     await proxy.tracker.pollOnce();
+    return proxy;
+  }
+
+  /** Every read of READS through the proxy is what the upstream answers for it (`pass` names the round). */
+  async function expectUpstreamsAnswers(proxy: { url: string }, upstream: FakeUpstream, pass: string): Promise<void> {
+    for (const path of READS) {
+      const [viaProxy, direct] = [await fetchRaw(proxy.url + path), await fetchRaw(upstream.url + path)];
+      expect([viaProxy.status, viaProxy.body.toString()], `${pass} ${path}`).toEqual([direct.status, direct.body.toString()]);
+    }
+  }
+
+  it('24 burn blocks with no Stacks block: every answer is the upstream’s, no disagreement, the breaker closed, the tip block final', async () => {
+    const upstream = await fakeUpstream();
+    upstream.advanceBurn(24);
+    const proxy = await proxyOf(upstream);
     expect([proxy.tracker.view().burnHeight, proxy.tracker.view().tipAnchorBurnHeight]).toEqual([RECORDED.tipBurnHeight + 24, RECORDED.tipBurnHeight]);
 
-    for (const pass of ['first', 'second']) {
-      for (const path of READS) {
-        const [viaProxy, direct] = [await fetchRaw(proxy.url + path), await fetchRaw(upstream.url + path)];
-        expect([viaProxy.status, viaProxy.body.toString()], `${pass} ${path}`).toEqual([direct.status, direct.body.toString()]);
-      }
-    }
+    for (const pass of ['first', 'second']) await expectUpstreamsAnswers(proxy, upstream, pass);
     expect(await metricValue(proxy, 'stacks_proxy_chain_disagreements_total')).toBe(0);
     expect(await metricValue(proxy, 'stacks_proxy_upstream_errors_total')).toBe(0);
     expect(await metricValue(proxy, 'stacks_proxy_upstream_breaker_open')).toBe(0);
@@ -66,14 +78,9 @@ describe('a burn tip above the tip block’s anchor', () => {
 
   it('one burn block ahead (the new tenure not started): the tip block is not final, nothing is a disagreement', async () => {
     const upstream = await fakeUpstream();
-    await burnTipAhead(upstream, 1);
-    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
-    defer(() => proxy.close());
-    await proxy.tracker.pollOnce();
-    for (const path of READS) {
-      const [viaProxy, direct] = [await fetchRaw(proxy.url + path), await fetchRaw(upstream.url + path)];
-      expect([viaProxy.status, viaProxy.body.toString()], path).toEqual([direct.status, direct.body.toString()]);
-    }
+    upstream.advanceBurn(1);
+    const proxy = await proxyOf(upstream);
+    await expectUpstreamsAnswers(proxy, upstream, 'first');
     const tipBlock = await fetchRaw(`${proxy.url}/extended/v2/blocks/${RECORDED.tipHeight}`);
     expect(tipBlock.headers.get('x-cache-class')).toBe('tip');
     expect(await metricValue(proxy, 'stacks_proxy_chain_disagreements_total')).toBe(0);
@@ -82,9 +89,7 @@ describe('a burn tip above the tip block’s anchor', () => {
 
   it('burn blocks without a Stacks block behind 304s: the full poll every 5 s moves the burn tip, and the tip block becomes final', async () => {
     const upstream = await fakeUpstream();
-    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
-    defer(() => proxy.close());
-    await proxy.tracker.pollOnce();
+    const proxy = await proxyOf(upstream);
     expect(proxy.tracker.view().finalStacksHeight).toBeLessThan(RECORDED.tipHeight);
     upstream.advanceBurn(6);
     // A conditional poll cannot show them (the status ETag follows the Stacks tip): 304s.
@@ -105,9 +110,7 @@ describe('a burn tip above the tip block’s anchor', () => {
 
   it('a burn tip 1,000 ahead for the same Stacks tip, reported for three polls, is not believed: nothing recent becomes final', async () => {
     const upstream = await fakeUpstream();
-    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
-    defer(() => proxy.close());
-    await proxy.tracker.pollOnce();
+    const proxy = await proxyOf(upstream);
     const before = proxy.tracker.view();
     await burnTipAhead(upstream, 1_000);
     for (let poll = 0; poll < 3; poll++) {
