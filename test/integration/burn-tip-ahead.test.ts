@@ -2,9 +2,11 @@
  * The burn chain's tip is not the tip block's anchor (upstream-contract.md §5): the status's
  * `chain_tip.burn_block_height` moves with every burn block, with or without a Stacks block, and
  * a real recording had the tip block anchored 24 burn blocks below it. Through real HTTP: with
- * the fake's status reporting such a burn tip, every answer is the upstream's own, nothing is a
- * disagreement, the breaker stays closed, and finality is found from the tip block's anchor
- * (one by_burn_block_height request, not one per empty burn block).
+ * the fake's burn chain that far ahead (burn blocks without Stacks blocks, 404 on
+ * by_burn_block_height, 304 to a conditional status poll), every answer is the upstream's own,
+ * nothing is a disagreement, the breaker stays closed, and finality is found from the tip block's
+ * anchor; a burn tip moved behind 304s reaches the proxy by its full poll; and a burn tip the
+ * upstream's chain does not have (a wrong view) is not believed.
  */
 import { describe, expect, it } from 'vitest';
 import { RECORDED, type FakeUpstream } from '../../testkit/index.js';
