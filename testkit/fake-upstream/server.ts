@@ -195,6 +195,9 @@ export class FakeUpstreamServer implements FakeUpstream {
   }
 
   private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    // An upgraded socket leaves node:http's error handling: a client that resets it (as the
+    // proxy's link does after reading a refusal) must not become an uncaught exception here.
+    socket.on('error', () => socket.destroy());
     const url = req.url ?? '/';
     this.record('UPGRADE', url, req.headers);
     const failure = this.faults.take(url);
