@@ -399,7 +399,7 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/v2/accounts/:principal'],
     change: 'tip',
     principal: { param: 'principal' },
-    why: 'balance and nonce at the tip (mempool ignored): keyed by the tip, refetched at each block',
+    why: 'balance, lock and nonce at the tip (mempool ignored): with ?proof=0 not keyed by the tip, learned across blocks that did not touch the principal (no burn block); with a proof (the default) keyed by the tip: a MARF proof is new every block',
   }),
   family({
     id: 'v2_info',

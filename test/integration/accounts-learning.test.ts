@@ -80,4 +80,33 @@ describe('/v2/accounts across blocks (block learning)', () => {
     expect(await read()).toBe('MISS');
     expect(count()).toBe(asked + 1);
   });
+
+  it('with a proof (the node default) is asked again at every block: the MARF proof is against the tip', async () => {
+    const upstream = await startSurfaceUpstream({ seed: 'accounts-proof', wallets: 4, bots: 1 });
+    defer(() => upstream.close());
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    defer(() => proxy.close());
+    const watched = upstream.cast.wallets[0]!;
+    const other = upstream.cast.wallets[1]!;
+    const count = () => upstream.requests.filter((r) => r.url.startsWith('/v2/accounts/')).length;
+    for (const path of [`/v2/accounts/${watched.address}`, `/v2/accounts/${watched.address}?proof=1`]) {
+      const read = async () => {
+        const response = await fetch(proxy.url + path);
+        const body = await response.text();
+        expect(body).toBe(upstream.answerAt(Date.now(), 'GET', path).body);
+        expect(JSON.parse(body)).toHaveProperty('balance_proof');
+        return response.headers.get('x-cache');
+      };
+      expect(await read()).toBe('MISS');
+      expect(await read()).toBe('HIT');
+      for (let block = 0; block < 3; block++) {
+        await mineTransferTo(upstream, other.address);
+        await pollAndLearn(proxy);
+        const asked = count();
+        // The balance and nonce did not change, but the proof did: never served from an older tip.
+        expect(await read()).toBe('MISS');
+        expect(count()).toBe(asked + 1);
+      }
+    }
+  });
 });

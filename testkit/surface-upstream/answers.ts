@@ -721,11 +721,16 @@ const ROUTES: Route[] = [
   // Node RPC (/v2): no ETag, no-store.
   r('GET', '/v2/info', 'none', false, (s) => json(200, v2Info(s))),
   r('GET', '/v2/pox', 'none', false, (s) => json(200, v2Pox(s))),
-  r('GET', '/v2/accounts/:p', 'none', false, (s, [p = '']) => {
+  r('GET', '/v2/accounts/:p', 'none', false, (s, [p = ''], q) => {
     if (!PRINCIPAL.test(p)) return text(400, 'Invalid principal');
     const account = s.accounts.get(p);
     const u128 = (n: bigint) => `0x${n.toString(16).padStart(32, '0')}`;
-    return json(200, { balance: u128(account?.balance ?? 0n), locked: u128(0n), unlock_height: 0, nonce: account?.nonce ?? 0 });
+    const body = { balance: u128(account?.balance ?? 0n), locked: u128(0n), unlock_height: 0, nonce: account?.nonce ?? 0 };
+    // stacks-core getaccount.rs: a proof unless `proof=0`; a MARF proof is against the tip's state
+    // root, so it is new at every block; an account the state does not hold gets "" for each.
+    if (q.get('proof') === '0') return json(200, body);
+    const proof = (what: string) => (account ? `0x${sha256(`marf:${tipOf(s).indexHash}:${p}:${what}`)}` : '');
+    return json(200, { ...body, balance_proof: proof('balance'), nonce_proof: proof('nonce') });
   }),
   r('GET', '/v2/fees/transfer', 'none', false, () => json(200, 1)),
   r('POST', '/v2/fees/transaction', 'none', false, (s, _p, _q, req) => feeEstimate(s, req)),
