@@ -649,13 +649,16 @@ const ROUTES: Route[] = [
     const p = q.get('principal') ?? '';
     if (!PRINCIPAL.test(p)) return validation("querystring must have required property 'principal'");
     return withPage(q, 200, (pg) => {
-      const tip = tipOf(s);
-      const holdings = nftHoldings(s, p).map((h) => ({
-        asset_identifier: h.asset,
-        value: { hex: `0x01${h.id.toString(16).padStart(32, '0')}`, repr: `u${h.id}` },
-        block_height: tip.height,
-        tx_id: tip.minerTxId,
-      }));
+      const holdings = nftHoldings(s, p).map((h) => {
+        // The upstream's nft_custody row: the block and transaction of the event that gave the principal custody.
+        const custody = custodyTx(s, p, h.asset, `u${h.id}`);
+        return {
+          asset_identifier: h.asset,
+          value: { hex: `0x01${h.id.toString(16).padStart(32, '0')}`, repr: `u${h.id}` },
+          block_height: custody.height,
+          tx_id: custody.core.txId,
+        };
+      });
       return json(200, page(holdings, pg), chainTipEtag(s));
     });
   }),
@@ -751,6 +754,17 @@ const ROUTES: Route[] = [
     return value ? json(200, { data: cvHex(value) }) : text(404, 'Data var not found');
   }),
 ];
+
+/** The latest mined transaction whose NFT event gave `p` the token `repr` of `asset` (every holding has one). */
+function custodyTx(s: Snapshot, p: string, asset: string, repr: string): MinedTx {
+  for (const tx of principalMined(s, p)) {
+    const gave = tx.events.some(
+      (e) => e.event_type === 'non_fungible_token_asset' && e.asset.asset_id === asset && e.asset.recipient === p && (e.asset.value as { repr?: string })?.repr === repr,
+    );
+    if (gave) return tx;
+  }
+  throw new Error(`no custody event for ${asset} ${repr} of ${p}`);
+}
 
 export const BROADCAST_PATH = '/v2/transactions';
 
