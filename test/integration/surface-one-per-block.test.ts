@@ -150,7 +150,9 @@ describe('one upstream request per distinct read per block: two processes sharin
   const pair = async (seed: string) => {
     const upstream = await startSurfaceUpstream({ seed, wallets: 4, bots: 1 });
     defer(() => upstream.close());
-    const proxies = await Promise.all([0, 1].map(() => startTestProxy({ upstreamUrls: [upstream.url], redisUrl: redis.url, overrides: { cache: { keyPrefix: seed } } })));
+    const proxies = await Promise.all(
+      [0, 1].map(() => startTestProxy({ upstreamUrls: [upstream.url], redisUrl: redis.url, overrides: { cache: { keyPrefix: seed } } })),
+    );
     for (const proxy of proxies) defer(() => proxy.close());
     return { upstream, proxies };
   };

@@ -18,7 +18,14 @@ function movedOn(): ChainView {
   return { tipHash: '0xnew', tipHeight: 11, burnHeight: 500, reorgs: [], activity };
 }
 
-const fees = entry('{"all":{"no_priority":1}}', { cls: 'mempool', validatedAt: 1_000, tipHash: '0xold', tipHeight: 10, upstreamEtag: '"m1"', lagsMempool: true });
+const fees = entry('{"all":{"no_priority":1}}', {
+  cls: 'mempool',
+  validatedAt: 1_000,
+  tipHash: '0xold',
+  tipHeight: 10,
+  upstreamEtag: '"m1"',
+  lagsMempool: true,
+});
 
 describe('mempool fee estimate lag', () => {
   it('is fresh within the window despite a mempool change and a new tip', () => {

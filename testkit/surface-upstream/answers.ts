@@ -759,7 +759,11 @@ const ROUTES: Route[] = [
 function custodyTx(s: Snapshot, p: string, asset: string, repr: string): MinedTx {
   for (const tx of principalMined(s, p)) {
     const gave = tx.events.some(
-      (e) => e.event_type === 'non_fungible_token_asset' && e.asset.asset_id === asset && e.asset.recipient === p && (e.asset.value as { repr?: string })?.repr === repr,
+      (e) =>
+        e.event_type === 'non_fungible_token_asset' &&
+        e.asset.asset_id === asset &&
+        e.asset.recipient === p &&
+        (e.asset.value as { repr?: string })?.repr === repr,
     );
     if (gave) return tx;
   }
