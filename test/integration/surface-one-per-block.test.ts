@@ -4,53 +4,21 @@
  * estimate (canonical body and tip) and the transfer fee rate. N clients at once and then one
  * after another within a block cost the upstream one request per distinct read; the next block
  * one more; a call pinned with `?tip=` to a final block one request ever. Through real HTTP
- * against the counting surface upstream, in one process and in two processes sharing Redis
+ * against the counting surface upstream, in one instance and in two instances sharing Redis
  * (whose single-flight spans instances).
  */
-import { Cl } from '@stacks/transactions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../../testkit/index.js';
 import { startSurfaceUpstream, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
 import { useCleanups } from '../support/cleanups.js';
 import { fetchRaw } from '../support/http.js';
+import { askedPerPath, distinctPerPath, nodeRpcReads, type NodeRpcRead } from '../support/node-rpc-reads.js';
 import { startTestProxy } from '../support/proxy-harness.js';
 import type { ProxyServer } from '../../src/composition-root.js';
 
 const { defer } = useCleanups();
 
-interface Read {
-  method: 'GET' | 'POST';
-  path: string;
-  body?: string;
-}
-
-/** The distinct reads a dApp page and a send flow make: several per URL where the body differs. */
-function readsOf(upstream: SurfaceUpstream): Read[] {
-  const deployer = upstream.cast.deployer.address;
-  const [alice, bob] = upstream.cast.wallets.map((w) => w.address) as [string, string];
-  const sender = (who: string) => JSON.stringify({ sender: who, arguments: [] });
-  const key = (who: string) => JSON.stringify(`0x${Cl.serialize(Cl.principal(who)).replace(/^0x/, '')}`);
-  return [
-    { method: 'POST', path: `/v2/contracts/call-read/${deployer}/counter/get-counter`, body: sender(alice) },
-    { method: 'POST', path: `/v2/contracts/call-read/${deployer}/counter/get-counter`, body: sender(bob) },
-    {
-      method: 'POST',
-      path: `/v2/contracts/call-read/${deployer}/wallet-token/get-balance`,
-      body: JSON.stringify({ sender: alice, arguments: [`0x${Cl.serialize(Cl.principal(alice)).replace(/^0x/, '')}`] }),
-    },
-    { method: 'POST', path: `/v2/map_entry/${deployer}/counter/scores?proof=0`, body: key(alice) },
-    { method: 'POST', path: `/v2/map_entry/${deployer}/counter/scores?proof=0`, body: key(bob) },
-    { method: 'GET', path: `/v2/data_var/${deployer}/counter/counter?proof=0` },
-    { method: 'POST', path: '/v2/fees/transaction', body: JSON.stringify({ transaction_payload: '0x0000', estimated_len: 180 }) },
-    { method: 'GET', path: '/v2/fees/transfer' },
-  ];
-}
-
-const distinctPerPath = (reads: Read[]): Map<string, number> => {
-  const counts = new Map<string, number>();
-  for (const read of reads) counts.set(read.path, (counts.get(read.path) ?? 0) + 1);
-  return counts;
-};
+type Read = NodeRpcRead;
 
 async function ask(proxy: ProxyServer, read: Read): Promise<{ status: number; body: string }> {
   const response = await fetchRaw(
@@ -59,10 +27,6 @@ async function ask(proxy: ProxyServer, read: Read): Promise<{ status: number; bo
   );
   return { status: response.status, body: response.body.toString() };
 }
-
-/** Upstream requests per path (the proxy's own requests, tip polls and block reads, left out). */
-const askedPerPath = (upstream: SurfaceUpstream, paths: Iterable<string>): Map<string, number> =>
-  new Map([...paths].map((path) => [path, upstream.requests.filter((r) => r.url === path).length]));
 
 /** `clients` concurrent readers of every read, spread over `proxies`, then `clients` one after another. */
 async function stampede(proxies: ProxyServer[], reads: Read[], clients: number, upstream: SurfaceUpstream): Promise<void> {
@@ -88,7 +52,7 @@ async function newBlock(upstream: SurfaceUpstream, proxies: ProxyServer[]): Prom
 }
 
 async function onePerBlock(proxies: ProxyServer[], upstream: SurfaceUpstream): Promise<void> {
-  const reads = readsOf(upstream);
+  const reads = nodeRpcReads(upstream);
   const distinct = distinctPerPath(reads);
   for (const proxy of proxies) await proxy.tracker.pollOnce();
   await stampede(proxies, reads, 8, upstream);
@@ -138,7 +102,7 @@ describe('one upstream request per distinct read per block: one process', () => 
   });
 });
 
-describe('one upstream request per distinct read per block: two processes sharing Redis', () => {
+describe('one upstream request per distinct read per block: two instances sharing Redis', () => {
   let redis: TestRedis;
   beforeAll(async () => {
     redis = await startRedis();
