@@ -729,9 +729,10 @@ const ROUTES: Route[] = [
     const account = s.accounts.get(p);
     const u128 = (n: bigint) => `0x${n.toString(16).padStart(32, '0')}`;
     const body = { balance: u128(account?.balance ?? 0n), locked: u128(0n), unlock_height: 0, nonce: account?.nonce ?? 0 };
-    // stacks-core getaccount.rs: a proof unless `proof=0`; a MARF proof is against the tip's state
-    // root, so it is new at every block; an account the state does not hold gets "" for each.
-    if (q.get('proof') === '0') return json(200, body);
+    // stacks-core getaccount.rs and httpcore.rs get_with_proof: a proof when `proof` is absent or
+    // `1`; a MARF proof is against the tip's state root, so it is new at every block; an account
+    // the state does not hold gets "" for each.
+    if ((q.get('proof') ?? '1') !== '1') return json(200, body);
     const proof = (what: string) => (account ? `0x${sha256(`marf:${tipOf(s).indexHash}:${p}:${what}`)}` : '');
     return json(200, { ...body, balance_proof: proof('balance'), nonce_proof: proof('nonce') });
   }),
