@@ -124,10 +124,27 @@ export function wantsEvidence(facts: SurfaceFacts, status: number): boolean {
   return status === 200 && facts.finalizable && (evidence === 'deploy_tx' || evidence === 'pinned_tip');
 }
 
-function entryOf(facts: SurfaceFacts, response: UpstreamResponse, classification: Classification, asked: Snapshot): CacheEntry {
+function entryOf(facts: SurfaceFacts, response: UpstreamResponse, classification: Classification, asked: Snapshot, json?: unknown): CacheEntry {
   const entry = entryFromAnswer(response, classification, asked, facts.principal);
-  if (facts.principal !== undefined && facts.family.movesWith !== undefined) entry.movesWith = facts.family.movesWith;
+  if (facts.principal === undefined) return entry;
+  if (facts.family.movesWith !== undefined) entry.movesWith = facts.family.movesWith;
+  else if (facts.family.movesWithWhenUnlocked && response.status === 200 && showsNothingLocked(json)) entry.movesWith = 'transactions';
   return entry;
+}
+
+/** A zero amount as the upstream writes it: decimal (`"0"`, the API) or hex (`"0x000…0"`, the node's u128). */
+const isZeroAmount = (value: unknown): boolean => typeof value === 'string' && /^(?:0|0x0+)$/.test(value);
+
+/**
+ * An STX balance answer with no STX locked and no unlock pending: v2 balances/stx (`locked`,
+ * `burnchain_unlock_height`) or /v2/accounts (`locked`, `unlock_height`). Anything else (a
+ * field missing, another shape) is not known to be unlocked.
+ */
+export function showsNothingLocked(json: unknown): boolean {
+  const body = asObject(json);
+  if (!body || !isZeroAmount(body.locked)) return false;
+  const unlockHeight = 'burnchain_unlock_height' in body ? body.burnchain_unlock_height : body.unlock_height;
+  return unlockHeight === 0;
 }
 
 const invalid = (response: UpstreamResponse, why: string): Admission => ({
@@ -155,7 +172,7 @@ export function admitSurface(facts: SurfaceFacts, response: UpstreamResponse, as
   if (isOtherResource(judged)) return invalid(response, `an answer about another resource: ${judged.otherResource}`);
   if (isContradiction(judged)) return disagreeing(response, judged);
   const classification = finalWith(judged, evidence !== undefined && isChainAnswer(facts, json) ? evidence : undefined);
-  const entry = entryOf(facts, response, classification, asked);
+  const entry = entryOf(facts, response, classification, asked, json);
   return classification.unverified === undefined ? { kind: 'entry', entry } : { kind: 'entry', entry, unverified: classification.unverified };
 }
 

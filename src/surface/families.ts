@@ -45,6 +45,13 @@ export interface Family {
    * (chain/activity.ts; entries get `movesWith` set).
    */
   movesWith?: MovesWith;
+  /**
+   * An STX balance (with its lock): it moves with burn blocks only through a PoX unlock, which
+   * needs STX locked. An answer showing none locked (locked 0, unlock height 0) moves only with
+   * the principal's transactions (a lock is a transaction naming it: stack-stx, delegate-stack-stx,
+   * their stx_lock event), so its entry gets `movesWith: 'transactions'` (admit-surface.ts).
+   */
+  movesWithWhenUnlocked?: true;
   /** A 404 is stored briefly with this class (a later block can create the thing); absent: never stored. */
   notFound?: Exclude<FreshnessClass, 'final'>;
   /**
@@ -307,6 +314,9 @@ export const FAMILIES: readonly Family[] = [
     ],
     change: 'etag:principal',
     principal: { param: 'principal' },
+    // FT and NFT balances move only with token events (transfers, mints, burns name the principal),
+    // never with PoX state: learning survives burn blocks for them.
+    movesWith: 'transactions',
     why: 'token balances: the principal ETag (confirmed activity only)',
   }),
   family({
@@ -315,6 +325,7 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/extended/v2/addresses/:principal/balances/stx'],
     change: 'etag:principal',
     principal: { param: 'principal' },
+    movesWithWhenUnlocked: true,
     variant: { query: 'include_mempool', family: 'balances_stx_pending' },
     // Upstream v2/addresses.ts: without include_mempool the body holds no mempool field (the
     // estimated and pending balances are added only with it), so it moves with confirmed state only.
@@ -403,6 +414,7 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/v2/accounts/:principal'],
     change: 'tip',
     principal: { param: 'principal' },
+    movesWithWhenUnlocked: true,
     why: 'balance, lock and nonce at the tip (mempool ignored): with ?proof=0 not keyed by the tip, learned across blocks that did not touch the principal (no burn block); with a proof (the default) keyed by the tip: a MARF proof is new every block',
   }),
   family({

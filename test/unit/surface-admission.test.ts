@@ -62,6 +62,29 @@ describe('admitSurface', () => {
     expect(entry.etag).toMatch(/^"/);
   });
 
+  it('marks an STX balance with nothing locked as moving with transactions only (no PoX unlock can change it), a locked one not', () => {
+    const v2 = factsFor('GET', `/extended/v2/addresses/${ADDRESS}/balances/stx`);
+    const unlocked = { balance: '100', total_sent: '0', total_received: '100', locked: '0', lock_height: 0, burnchain_unlock_height: 0 };
+    expect(entryOf(admitSurface(v2, answer(200, unlocked, { etag: '"p"' }), asked)).movesWith).toBe('transactions');
+    const locked = { ...unlocked, locked: '50', lock_height: 80, burnchain_unlock_height: 120 };
+    expect(entryOf(admitSurface(v2, answer(200, locked, { etag: '"p"' }), asked)).movesWith).toBeUndefined();
+    // Unlocked now but an unlock height still set (the upstream's view of a lock just ended): not known to be unlocked.
+    expect(entryOf(admitSurface(v2, answer(200, { ...unlocked, burnchain_unlock_height: 120 }, { etag: '"p"' }), asked)).movesWith).toBeUndefined();
+
+    const node = factsFor('GET', `/v2/accounts/${ADDRESS}`, 'proof=0');
+    const account = { balance: '0x00000000000000000000000000000064', locked: '0x00000000000000000000000000000000', unlock_height: 0, nonce: 3 };
+    expect(entryOf(admitSurface(node, answer(200, account), asked)).movesWith).toBe('transactions');
+    const lockedAccount = { ...account, locked: '0x00000000000000000000000000000032', unlock_height: 120 };
+    expect(entryOf(admitSurface(node, answer(200, lockedAccount), asked)).movesWith).toBeUndefined();
+    // A shape without the lock fields is not known to be unlocked.
+    expect(entryOf(admitSurface(node, answer(200, { balance: '0x0', nonce: 1 }), asked)).movesWith).toBeUndefined();
+  });
+
+  it('marks token balances as moving with transactions only (token events name the principal; no PoX state)', () => {
+    const ft = factsFor('GET', `/extended/v2/addresses/${ADDRESS}/balances/ft`);
+    expect(entryOf(admitSurface(ft, answer(200, { results: [] }, { etag: '"p"' }), asked)).movesWith).toBe('transactions');
+  });
+
   it('stores search answers as mempool class (a transaction found in the mempool can change without a new tip), keyed by the tip', () => {
     const facts = factsFor('GET', `/extended/v1/search/0x${'ab'.repeat(32)}`);
     const found = { found: true, result: { entity_id: `0x${'ab'.repeat(32)}`, entity_type: 'mempool_tx_id' } };
