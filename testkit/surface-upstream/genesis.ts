@@ -3,7 +3,7 @@
  * popular contracts deployed, tokens and NFTs minted, BNS names, and some blocks of history so
  * that many principals already have confirmed activity (and so principal ETags).
  */
-import { CONTRACT_NAMES, SOURCES } from './contracts.js';
+import { CONTRACT_NAMES, libraryName, librarySource, SOURCES } from './contracts.js';
 import { acceptTransaction, decodeTransaction, genesisSnapshot, mineBlock, type Snapshot } from './model.js';
 import { Cl, signContractCall, signDeploy, signTransfer } from './signing.js';
 import { deriveWallet, deriveWallets, type Wallet } from './wallets.js';
@@ -18,6 +18,8 @@ export interface ChainOptions {
   burnEvery?: number;
   /** Blocks of history before the run starts. */
   historyBlocks?: number;
+  /** Library contracts deployed at genesis (contracts.ts; default 0): many distinct interfaces to fetch. */
+  libraryContracts?: number;
 }
 
 export interface ChainCast {
@@ -50,6 +52,7 @@ export async function buildGenesis(options: ChainOptions, nowSeconds: number, bl
   let s = genesisSnapshot(deployer.address, balances, names, time, options.burnEvery ?? 3);
   let deployerNonce = 0;
   for (const name of CONTRACT_NAMES) s = mustAccept(s, await signDeploy(deployer, name, SOURCES[name], deployerNonce++), time);
+  for (let i = 0; i < (options.libraryContracts ?? 0); i++) s = mustAccept(s, await signDeploy(deployer, libraryName(i), librarySource(i), deployerNonce++), time);
   s = mineBlock(s, (time += blockSeconds));
   // Tokens for every second wallet, an NFT for every fifth.
   for (const [i, w] of wallets.entries()) {
