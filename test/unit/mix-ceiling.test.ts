@@ -29,7 +29,13 @@ const timeline =
 
 describe('ceilingOf', () => {
   it('counts the first request of a key as not servable and a repeat as servable only when the upstream answer did not change', () => {
-    const lookup = timeline({ '/a': [[0, 'a1'], [25, 'a2']], '/b': [[0, 'b1']] });
+    const lookup = timeline({
+      '/a': [
+        [0, 'a1'],
+        [25, 'a2'],
+      ],
+      '/b': [[0, 'b1']],
+    });
     const exchanges = [ex(10, '/a'), ex(20, '/a'), ex(30, '/a'), ex(40, '/a'), ex(15, '/b'), ex(35, '/b')];
     const c = ceilingOf(exchanges, lookup);
     expect(c.reads).toBe(6);
@@ -39,7 +45,12 @@ describe('ceilingOf', () => {
   });
 
   it('compares with the previous request of any client, by send time, not list order', () => {
-    const lookup = timeline({ '/a': [[0, 'a1'], [25, 'a2']] });
+    const lookup = timeline({
+      '/a': [
+        [0, 'a1'],
+        [25, 'a2'],
+      ],
+    });
     // Listed out of order (answers arrive out of order): the one sent at 30 follows the one sent at 10.
     const c = ceilingOf([ex(30, '/a', { actor: 'explorer' }), ex(10, '/a', { actor: 'wallet' }), ex(31, '/a', { actor: 'dapp' })], lookup);
     expect(c.servableAt.get(0)).toBe(false);

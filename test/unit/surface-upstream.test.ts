@@ -209,3 +209,59 @@ describe('surface upstream burn chain (upstream-contract §5)', () => {
     expect((await statusOf()).burn_block_height).toBe(before.burn_block_height + 3);
   });
 });
+
+describe('surface upstream: what the real mix adds (issue 28)', () => {
+  let up: SurfaceUpstream;
+  beforeAll(async () => {
+    up = await startSurfaceUpstream({ wallets: 6, bots: 2, historyBlocks: 4, libraryContracts: 3 });
+  });
+  afterAll(() => up.close());
+
+  it('answers /extended/v2/mempool/fees with the mempool ETag, per transaction type, moving with the mempool', async () => {
+    const fees = async () => {
+      const r = await fetch(`${up.url}/extended/v2/mempool/fees`);
+      return { status: r.status, etag: r.headers.get('etag'), body: JSON.parse(await r.text()) as Record<string, Record<string, number>> };
+    };
+    const mempoolEtag = async () => (await fetch(`${up.url}/extended/v1/tx/mempool?limit=1`)).headers.get('etag');
+    const before = await fees();
+    expect(before.status).toBe(200);
+    expect(before.etag).toBe(await mempoolEtag());
+    expect(Object.keys(before.body).sort()).toEqual(['all', 'contract_call', 'smart_contract', 'token_transfer']);
+    expect(Object.keys(before.body.all ?? {}).sort()).toEqual(['high_priority', 'low_priority', 'medium_priority', 'no_priority']);
+    await up.backgroundTx();
+    const after = await fees();
+    expect(after.etag).not.toBe(before.etag);
+    expect(after.etag).toBe(await mempoolEtag());
+    expect(after.body.all?.high_priority).toBeGreaterThan(0);
+  });
+
+  it('serves the library contracts deployed at genesis (interface, source, call-read) and 404s one never deployed', async () => {
+    const deployer = up.cast.deployer.address;
+    const iface = await fetch(`${up.url}/v2/contracts/interface/${deployer}/lib-2`);
+    expect(iface.status).toBe(200);
+    expect(iface.headers.get('etag')).toBeNull();
+    expect((JSON.parse(await iface.text()) as { functions: Array<{ name: string }> }).functions.map((f) => f.name)).toEqual(['get-version']);
+    expect((await fetch(`${up.url}/v2/contracts/interface/${deployer}/lib-3`)).status).toBe(404);
+    const source = JSON.parse(await (await fetch(`${up.url}/v2/contracts/source/${deployer}/lib-1`)).text()) as { source: string };
+    expect(source.source).toBe('(define-read-only (get-version) u1)');
+    const call = await fetch(`${up.url}/v2/contracts/call-read/${deployer}/lib-2/get-version`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sender: deployer, arguments: [] }),
+    });
+    expect(JSON.parse(await call.text())).toEqual({ okay: true, result: `0x${Cl.serialize(Cl.uint(2n)).replace(/^0x/, '')}` });
+  });
+
+  it('counts a WebSocket upgrade attempt (family ws_upgrade) and refuses it', async () => {
+    up.resetCounts();
+    const { request } = await import('node:http');
+    await new Promise<void>((resolve) => {
+      const req = request(`${up.url}/extended/v1/ws`, { headers: { connection: 'Upgrade', upgrade: 'websocket' } });
+      req.on('error', () => resolve());
+      req.on('response', () => resolve());
+      req.on('upgrade', () => resolve());
+      req.end();
+    });
+    expect(up.requests.map((r) => `${r.family} ${r.url}`)).toEqual(['ws_upgrade /extended/v1/ws']);
+  });
+});

@@ -52,7 +52,8 @@ export async function buildGenesis(options: ChainOptions, nowSeconds: number, bl
   let s = genesisSnapshot(deployer.address, balances, names, time, options.burnEvery ?? 3);
   let deployerNonce = 0;
   for (const name of CONTRACT_NAMES) s = mustAccept(s, await signDeploy(deployer, name, SOURCES[name], deployerNonce++), time);
-  for (let i = 0; i < (options.libraryContracts ?? 0); i++) s = mustAccept(s, await signDeploy(deployer, libraryName(i), librarySource(i), deployerNonce++), time);
+  for (let i = 0; i < (options.libraryContracts ?? 0); i++)
+    s = mustAccept(s, await signDeploy(deployer, libraryName(i), librarySource(i), deployerNonce++), time);
   s = mineBlock(s, (time += blockSeconds));
   // Tokens for every second wallet, an NFT for every fifth.
   for (const [i, w] of wallets.entries()) {

@@ -338,7 +338,11 @@ export class ClientMix {
       await this.post('dapp', `/v2/map_entry/${deployer}/counter/scores?proof=0`, JSON.stringify(principalArg));
       await this.get('dapp', `/v2/data_var/${deployer}/counter/counter?proof=0`);
     } else if (name === 'wallet-token') {
-      await this.post('dapp', `/v2/contracts/call-read/${deployer}/wallet-token/get-balance`, JSON.stringify({ sender: user.address, arguments: [principalArg] }));
+      await this.post(
+        'dapp',
+        `/v2/contracts/call-read/${deployer}/wallet-token/get-balance`,
+        JSON.stringify({ sender: user.address, arguments: [principalArg] }),
+      );
       await this.post('dapp', `/v2/contracts/call-read/${deployer}/wallet-token/get-total-supply`, sender);
     } else {
       await this.post('dapp', `/v2/contracts/call-read/${deployer}/collectibles/get-last-token-id`, sender);
