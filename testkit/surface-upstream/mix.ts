@@ -67,7 +67,8 @@ export type MixProfile = 'easy' | 'real';
  * - one wallet in five (on Xverse-like calls) also reads `/v2/accounts/{p}?proof=0` with its balances;
  * - each dApp page load is a random user's: call-read bodies carry that user as `sender` and as
  *   argument (stacks.js puts the sender in every body), map_entry keys are that user's;
- * - half the dApp loads are on one of many library contracts (interface, then a call-read);
+ * - half the dApp loads are on one of many library contracts (interface, its call-read, and the
+ *   user's balance of the popular token);
  * - explorer pages show the mempool fee priorities (`/extended/v2/mempool/fees`) on most loads.
  * The caller sets the rest: a block every 2 s, ~320 sends in 75 s, the time scale.
  */
@@ -205,7 +206,7 @@ export class ClientMix {
     for (let e = 0; e < this.o.explorers; e++) this.every(this.random() * 3 * SECOND, 5 * SECOND, () => this.explorerPage());
     for (let d = 0; d < this.o.dapps; d++) {
       const user = this.wallets[(d * 17) % this.wallets.length] as Wallet;
-      if (this.profile.dappUserPerLoad) this.every(this.random() * 3 * SECOND, 5 * SECOND, () => this.dappLoadReal(this.pick(this.wallets), d));
+      if (this.profile.dappUserPerLoad) this.every(this.random() * 3 * SECOND, 4 * SECOND, () => this.dappLoadReal(this.pick(this.wallets), d));
       else this.every(this.random() * 3 * SECOND, 4 * SECOND, () => this.dappLoad(user, d));
     }
     if (this.o.sendsPerSecond > 0) this.every(2 * SECOND, SECOND / this.o.sendsPerSecond, () => this.startSend());
@@ -328,6 +329,12 @@ export class ClientMix {
       const name = `lib-${Math.floor(this.random() * libraries)}`;
       await this.get('dapp', `/v2/contracts/interface/${deployer}/${name}`);
       await this.post('dapp', `/v2/contracts/call-read/${deployer}/${name}/get-version`, sender);
+      // A DeFi page also shows the user's balance of the popular token.
+      await this.post(
+        'dapp',
+        `/v2/contracts/call-read/${deployer}/wallet-token/get-balance`,
+        JSON.stringify({ sender: user.address, arguments: [principalArg] }),
+      );
       return;
     }
     const name = (['counter', 'wallet-token', 'collectibles'] as const)[d % 3] as string;
