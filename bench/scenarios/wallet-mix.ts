@@ -57,6 +57,7 @@ import {
   type CountedRequest,
 } from '../../testkit/surface-upstream/index.js';
 import { baselineBuild } from '../lib/baseline-build.js';
+import { ownRequestsByPurpose } from '../lib/own-requests.js';
 import { ROOT, startProxy } from '../lib/proc.js';
 import type { Row, Section } from '../lib/report.js';
 import type { Context } from './context.js';
@@ -165,20 +166,6 @@ const per1000 = (n: number, of: number): number => Math.round((n / Math.max(1, o
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-}
-
-/** `stacks_proxy_own_upstream_requests_total{purpose}` from a Prometheus text page; undefined when absent. */
-export function ownRequestsByPurpose(metrics: string): Record<string, number> | undefined {
-  const out: Record<string, number> = {};
-  let found = false;
-  for (const line of metrics.split('\n')) {
-    const m = /^stacks_proxy_own_upstream_requests_total\{([^}]*)\}\s+([0-9.e+]+)/.exec(line);
-    if (!m) continue;
-    found = true;
-    const purpose = /purpose="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '';
-    out[purpose] = (out[purpose] ?? 0) + Number(m[2]);
-  }
-  return found ? out : undefined;
 }
 
 async function scrapeOwn(urls: string[]): Promise<Record<string, number> | undefined> {

@@ -86,3 +86,19 @@ describe('ceilingOf', () => {
     expect(c.servableAt.get(1)).toBe(false);
   });
 });
+
+describe('ownRequestsByPurpose', () => {
+  it('sums the own-requests counter by purpose, and says when the proxy does not have it', async () => {
+    const { ownRequestsByPurpose } = await import('../../bench/lib/own-requests.js');
+    const page = [
+      '# HELP stacks_proxy_own_upstream_requests_total x',
+      '# TYPE stacks_proxy_own_upstream_requests_total counter',
+      'stacks_proxy_own_upstream_requests_total{purpose="tip_poll",upstream="0"} 74',
+      'stacks_proxy_own_upstream_requests_total{purpose="tip_poll",upstream="1"} 2',
+      'stacks_proxy_own_upstream_requests_total{purpose="contract_lookup"} 3',
+      'stacks_proxy_requests_total{route="x"} 9',
+    ].join('\n');
+    expect(ownRequestsByPurpose(page)).toEqual({ tip_poll: 76, contract_lookup: 3 });
+    expect(ownRequestsByPurpose('stacks_proxy_requests_total{route="x"} 9\n')).toBeUndefined();
+  });
+});
