@@ -26,8 +26,9 @@
  * The ceiling (testkit/surface-upstream/ceiling.ts): the share of client reads whose upstream
  * answer equals the upstream's answer to the previous identical request, what a proxy with
  * perfect knowledge of change could serve; the proxy's served share (HIT/STALE and 304) is
- * reported as a ratio of it. The upstream requests the proxy made on its own (URLs no client
- * asked: tip polls, watcher pages, contract lookups, block reads, WebSocket upgrades) are split
+ * reported as a ratio of it. The upstream requests the proxy made on its own (per URL, those
+ * beyond the client requests it did not serve from cache: tip polls, watcher pages, contract
+ * lookups, block reads, WebSocket upgrades) are split
  * out by family, beside the proxy's own `stacks_proxy_own_upstream_requests_total{purpose}`
  * when its /metrics has it.
  *
@@ -57,7 +58,7 @@ import {
   type CountedRequest,
 } from '../../testkit/surface-upstream/index.js';
 import { baselineBuild } from '../lib/baseline-build.js';
-import { ownRequestsByPurpose } from '../lib/own-requests.js';
+import { ownRequests, ownRequestsByPurpose } from '../lib/own-requests.js';
 import { ROOT, startProxy } from '../lib/proc.js';
 import type { Row, Section } from '../lib/report.js';
 import type { Context } from './context.js';
@@ -148,7 +149,7 @@ interface VariantResult {
     mismatches: number;
   }>;
   ceiling: Counted;
-  /** Upstream requests on URLs some client asked, and on URLs none did (the proxy's own), by family. */
+  /** Upstream requests a client request explains, and the others (the proxy's own; ownRequests), by family. */
   upstreamClientCaused: number;
   upstreamOwn: number;
   ownByFamily: Record<string, number>;
@@ -279,20 +280,13 @@ function summarise(
   const served = servedFigures(exchanges);
   const clients = exchanges.length;
   const indexOf = new Map(exchanges.map((e, i) => [e, i]));
-  // An upstream request on a URL (and method) some client asked is the clients'; any other is the proxy's own.
-  const clientUrls = new Set(exchanges.map((e) => `${e.method} ${e.url}`));
   const upstreamByFamily = new Map<string, number>();
-  const ownByFamily: Record<string, number> = {};
   const classes = new Map<string, string>();
-  let upstreamOwn = 0;
   for (const r of received) {
     upstreamByFamily.set(r.family, (upstreamByFamily.get(r.family) ?? 0) + 1);
     classes.set(r.family, r.cls);
-    if (!clientUrls.has(`${r.method === 'HEAD' ? 'GET' : r.method} ${r.url}`)) {
-      upstreamOwn++;
-      ownByFamily[r.family] = (ownByFamily[r.family] ?? 0) + 1;
-    }
   }
+  const { own: upstreamOwn, ownByFamily } = ownRequests(exchanges, received);
   for (const e of exchanges) if (!classes.has(e.family)) classes.set(e.family, familyOf(e.method, e.url).cls);
   const families = [...new Set([...Object.keys(served.byFamily), ...upstreamByFamily.keys()])].sort().map((family) => {
     const f = served.byFamily[family] ?? { clients: 0, fromCache: 0, revalidated: 0 };
@@ -374,7 +368,7 @@ function headline(r: VariantResult): string {
     `(${pct(r.fromCache, r.clients)}% from cache + ${pct(r.revalidated, r.clients)}% 304; ${Object.entries(r.actors)
       .map(([a, f]) => `${a}s ${pct(f.fromCache + f.revalidated, f.clients)}%`)
       .join(', ')}); ceiling ${pct(r.ceiling.ceilingServable, r.clients)}%, reaches ${ofCeiling(r.ceiling)}% of the ceiling; ` +
-    `upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests (${per1000(r.upstreamClientCaused, r.clients)} on client URLs, ${per1000(r.upstreamOwn, r.clients)} the proxy's own; ` +
+    `upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests (${per1000(r.upstreamClientCaused, r.clients)} client-caused, ${per1000(r.upstreamOwn, r.clients)} the proxy's own; ` +
     `${per1000(r.upstreamNotModified, r.clients)} answered 304, ${per1000(r.tipPolls, r.clients)} tip polls); own requests by purpose (metric): ${purposes}; ` +
     `oracle: ${r.verdict.checked} judged, ${r.verdict.staleBodies} stale or different bodies ` +
     `(${r.verdict.olderBodies} older upstream answers), ${r.verdict.wrongStatus} wrong statuses; sends ${r.sends.accepted}/${r.sends.broadcasts} accepted, ${r.sends.staleNonces} stale nonces after own broadcast, ${r.sends.badNonce} rejected for a bad nonce`
@@ -431,7 +425,7 @@ function ownTable(results: VariantResult[]): string {
     return `| ${r.variant} | ${r.upstreamOwn} | ${per1000(r.upstreamOwn, r.clients)} | ${byFamily || '-'} | ${byPurpose} |`;
   });
   return [
-    '| variant | own upstream requests | per 1k client | by family (URLs no client asked) | by purpose (stacks_proxy_own_upstream_requests_total) |',
+    '| variant | own upstream requests | per 1k client | by family (beyond the client requests that missed) | by purpose (stacks_proxy_own_upstream_requests_total) |',
     '|---|---|---|---|---|',
     ...rows,
   ].join('\n');
@@ -445,7 +439,7 @@ function profileReport(profile: Profile, wallets: number, seconds: number, resul
     '',
     '### Per route family',
     '',
-    "cache %: X-Cache HIT/STALE; 304 %: REVALIDATED; ceiling %: reads whose upstream answer equalled the previous identical request's (ceiling.ts); upstream/1k: upstream requests of the family per 1,000 client requests; own/1k: of those, on URLs no client asked.",
+    "cache %: X-Cache HIT/STALE; 304 %: REVALIDATED; ceiling %: reads whose upstream answer equalled the previous identical request's (ceiling.ts); upstream/1k: upstream requests of the family per 1,000 client requests; own/1k: of those, the proxy's own (beyond one per client request of the same URL, page size aside, not answered from cache).",
     '',
     familyTable(results),
     '',

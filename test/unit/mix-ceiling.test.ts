@@ -102,3 +102,27 @@ describe('ownRequestsByPurpose', () => {
     expect(ownRequestsByPurpose('stacks_proxy_requests_total{route="x"} 9\n')).toBeUndefined();
   });
 });
+
+describe('ownRequests', () => {
+  it("counts as the proxy's own the upstream requests beyond one per client request not served from cache, page size aside", async () => {
+    const { ownRequests } = await import('../../bench/lib/own-requests.js');
+    const clients = [
+      { method: 'GET', url: '/extended/v2/addresses/A/transactions?limit=20' },
+      { method: 'GET', url: '/extended/v1/tx/mempool?address=A&limit=50', xCache: 'MISS' },
+      { method: 'GET', url: '/extended/v1/tx/mempool?address=A&limit=50', xCache: 'HIT' },
+      { method: 'GET', url: '/extended/v2/blocks/7', xCache: 'REVALIDATED' },
+    ];
+    const upstream = [
+      // The proxy dropped the default page size: still the client's.
+      { method: 'GET', url: '/extended/v2/addresses/A/transactions', family: 'address_transactions_v2' },
+      { method: 'GET', url: '/extended/v1/tx/mempool?limit=50&address=A', family: 'mempool' },
+      // The watcher's page: no client asked the global list.
+      { method: 'GET', url: '/extended/v1/tx/mempool?limit=50', family: 'mempool' },
+      { method: 'GET', url: '/extended/v2/blocks/7', family: 'block' },
+      // A second read of block 7 (the learner's): one client request explains one.
+      { method: 'GET', url: '/extended/v2/blocks/7', family: 'block' },
+      { method: 'GET', url: '/extended', family: 'status' },
+    ];
+    expect(ownRequests(clients, upstream)).toEqual({ own: 3, ownByFamily: { mempool: 1, block: 1, status: 1 } });
+  });
+});
