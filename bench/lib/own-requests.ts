@@ -46,17 +46,24 @@ function causeKey(method: string, url: string): string {
 /**
  * The proxy's own upstream requests: per key (causeKey), those beyond the client requests of that
  * key the proxy did not answer from cache (each such client request may cause one upstream
- * request, no more): tip polls, watcher pages, contract lookups, block reads, upgrades.
+ * request, no more): tip polls, watcher pages, contract lookups, block reads, upgrades, and
+ * (`onClientUrls`) reads of URLs clients ask that the proxy made behind answers from cache.
  */
-export function ownRequests(exchanges: readonly ClientRequest[], received: readonly UpstreamRequest[]): { own: number; ownByFamily: Record<string, number> } {
+export function ownRequests(
+  exchanges: readonly ClientRequest[],
+  received: readonly UpstreamRequest[],
+): { own: number; ownByFamily: Record<string, number>; onClientUrls: number } {
   const clientMisses = new Map<string, number>();
+  const clientKeys = new Set<string>();
   for (const e of exchanges) {
+    const key = causeKey(e.method, e.url);
+    clientKeys.add(key);
     const x = (e.xCache ?? '').toUpperCase();
     if (x === 'HIT' || x === 'STALE') continue;
-    const key = causeKey(e.method, e.url);
     clientMisses.set(key, (clientMisses.get(key) ?? 0) + 1);
   }
   let own = 0;
+  let onClientUrls = 0;
   const ownByFamily: Record<string, number> = {};
   for (const r of received) {
     const key = causeKey(r.method, r.url);
@@ -66,7 +73,9 @@ export function ownRequests(exchanges: readonly ClientRequest[], received: reado
       continue;
     }
     own++;
+    // A client asks this URL too, but was answered from cache: a refresh or check behind a hit.
+    if (clientKeys.has(key)) onClientUrls++;
     ownByFamily[r.family] = (ownByFamily[r.family] ?? 0) + 1;
   }
-  return { own, ownByFamily };
+  return { own, ownByFamily, onClientUrls };
 }

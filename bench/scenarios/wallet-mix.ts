@@ -152,6 +152,8 @@ interface VariantResult {
   /** Upstream requests a client request explains, and the others (the proxy's own; ownRequests), by family. */
   upstreamClientCaused: number;
   upstreamOwn: number;
+  /** Of the own requests, those on URLs clients ask too (behind answers from cache). */
+  ownOnClientUrls: number;
   ownByFamily: Record<string, number>;
   /** stacks_proxy_own_upstream_requests_total by purpose, from the proxy's /metrics; undefined: absent. */
   ownByPurpose?: Record<string, number>;
@@ -286,7 +288,7 @@ function summarise(
     upstreamByFamily.set(r.family, (upstreamByFamily.get(r.family) ?? 0) + 1);
     classes.set(r.family, r.cls);
   }
-  const { own: upstreamOwn, ownByFamily } = ownRequests(exchanges, received);
+  const { own: upstreamOwn, ownByFamily, onClientUrls: ownOnClientUrls } = ownRequests(exchanges, received);
   for (const e of exchanges) if (!classes.has(e.family)) classes.set(e.family, familyOf(e.method, e.url).cls);
   const families = [...new Set([...Object.keys(served.byFamily), ...upstreamByFamily.keys()])].sort().map((family) => {
     const f = served.byFamily[family] ?? { clients: 0, fromCache: 0, revalidated: 0 };
@@ -346,6 +348,7 @@ function summarise(
     ceiling: counted(exchanges, indexOf, ceiling),
     upstreamClientCaused: received.length - upstreamOwn,
     upstreamOwn,
+    ownOnClientUrls,
     ownByFamily,
     ...(ownByPurpose ? { ownByPurpose } : {}),
     actors,
@@ -368,7 +371,7 @@ function headline(r: VariantResult): string {
     `(${pct(r.fromCache, r.clients)}% from cache + ${pct(r.revalidated, r.clients)}% 304; ${Object.entries(r.actors)
       .map(([a, f]) => `${a}s ${pct(f.fromCache + f.revalidated, f.clients)}%`)
       .join(', ')}); ceiling ${pct(r.ceiling.ceilingServable, r.clients)}%, reaches ${ofCeiling(r.ceiling)}% of the ceiling; ` +
-    `upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests (${per1000(r.upstreamClientCaused, r.clients)} client-caused, ${per1000(r.upstreamOwn, r.clients)} the proxy's own; ` +
+    `upstream ${per1000(r.upstreamTotal, r.clients)} req per 1,000 client requests (${per1000(r.upstreamClientCaused, r.clients)} client-caused, ${per1000(r.upstreamOwn, r.clients)} the proxy's own, ${per1000(r.upstreamOwn - r.ownOnClientUrls, r.clients)} of them on URLs no client asked; ` +
     `${per1000(r.upstreamNotModified, r.clients)} answered 304, ${per1000(r.tipPolls, r.clients)} tip polls); own requests by purpose (metric): ${purposes}; ` +
     `oracle: ${r.verdict.checked} judged, ${r.verdict.staleBodies} stale or different bodies ` +
     `(${r.verdict.olderBodies} older upstream answers), ${r.verdict.wrongStatus} wrong statuses; sends ${r.sends.accepted}/${r.sends.broadcasts} accepted, ${r.sends.staleNonces} stale nonces after own broadcast, ${r.sends.badNonce} rejected for a bad nonce`
@@ -422,11 +425,11 @@ function ownTable(results: VariantResult[]): string {
           .map(([p, n]) => `${p} ${n}`)
           .join(', ')
       : 'n/a';
-    return `| ${r.variant} | ${r.upstreamOwn} | ${per1000(r.upstreamOwn, r.clients)} | ${byFamily || '-'} | ${byPurpose} |`;
+    return `| ${r.variant} | ${r.upstreamOwn} | ${per1000(r.upstreamOwn, r.clients)} | ${r.upstreamOwn - r.ownOnClientUrls} | ${r.ownOnClientUrls} | ${byFamily || '-'} | ${byPurpose} |`;
   });
   return [
-    '| variant | own upstream requests | per 1k client | by family (beyond the client requests that missed) | by purpose (stacks_proxy_own_upstream_requests_total) |',
-    '|---|---|---|---|---|',
+    '| variant | own upstream requests | per 1k client | on URLs no client asked | on client URLs, behind answers from cache | by family | by purpose (stacks_proxy_own_upstream_requests_total) |',
+    '|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }

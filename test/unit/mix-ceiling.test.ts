@@ -123,6 +123,6 @@ describe('ownRequests', () => {
       { method: 'GET', url: '/extended/v2/blocks/7', family: 'block' },
       { method: 'GET', url: '/extended', family: 'status' },
     ];
-    expect(ownRequests(clients, upstream)).toEqual({ own: 3, ownByFamily: { mempool: 1, block: 1, status: 1 } });
+    expect(ownRequests(clients, upstream)).toEqual({ own: 3, ownByFamily: { mempool: 1, block: 1, status: 1 }, onClientUrls: 1 });
   });
 });
