@@ -32,7 +32,7 @@
  * out by family, beside the proxy's own `stacks_proxy_own_upstream_requests_total{purpose}`
  * when its /metrics has it.
  *
- * Settings (env): WALLET_MIX_PROFILE (real), WALLET_MIX_SECONDS (profile's: 75 real, 60 easy; --quick 20), WALLET_MIX_WALLETS (200; --quick 50),
+ * Settings (env): WALLET_MIX_PROFILE (real), WALLET_MIX_BACKLOG (0: stuck pending transactions never mined, a mempool larger than the watcher's pages), WALLET_MIX_SECONDS (profile's: 75 real, 60 easy; --quick 20), WALLET_MIX_WALLETS (200; --quick 50),
  * WALLET_MIX_DEPRECATED_GONE=1 (the upstream answers deprecated routes 410, as with
  * ENABLE_DEPRECATED_ENDPOINTS=false), WALLET_MIX_VARIANTS (direct,baseline,revalidation,proxy; also url-cache: a server caching by URL for 30 s, to see the oracle flag it), WALLET_MIX_WINDOW_MS (2000: how old an answer may be), BENCH_BASELINE_COMMIT (ab10517), BENCH_BASELINE_DIR (or
  * --baseline-dir=DIR: a checkout with dist/ built).
@@ -107,6 +107,11 @@ const PROFILES: Record<MixProfile, Profile> = {
  * WALLET_MIX_WINDOW_MS overrides it (a loaded machine delays polls).
  */
 const WINDOW_MS = Number(process.env.WALLET_MIX_WINDOW_MS ?? 2_000);
+/**
+ * WALLET_MIX_BACKLOG (0): pending transactions that are never mined (genesis.ts stuckBacklog),
+ * so the mempool is larger than the proxy's watcher reads (4 pages of 50), as on mainnet.
+ */
+const BACKLOG = Number(process.env.WALLET_MIX_BACKLOG ?? 0);
 
 type Variant = 'direct' | 'baseline' | 'revalidation' | 'proxy' | 'url-cache';
 
@@ -202,6 +207,7 @@ async function runVariant(
     historyMs: (seconds + 60) * 1000,
     deprecatedGone: process.env.WALLET_MIX_DEPRECATED_GONE === '1',
     libraryContracts: profile.libraryContracts,
+    stuckBacklog: BACKLOG,
   });
   // `revalidation`: this checkout with principal activity off (no broadcast marks, block learning
   // or mempool watcher): the route families and the upstream's ETags alone, to measure what
@@ -436,7 +442,7 @@ function ownTable(results: VariantResult[]): string {
 
 function profileReport(profile: Profile, wallets: number, seconds: number, results: VariantResult[]): string {
   return [
-    `## ${profile.name}: ${wallets} wallets, ${seconds} s, a block every ${profile.blockEveryMs / 1000} s`,
+    `## ${profile.name}: ${wallets} wallets, ${seconds} s, a block every ${profile.blockEveryMs / 1000} s${BACKLOG ? `, ${BACKLOG} stuck pending transactions` : ''}`,
     '',
     results.map((r) => `- ${headline(r)}`).join('\n'),
     '',

@@ -265,3 +265,23 @@ describe('surface upstream: what the real mix adds (issue 28)', () => {
     expect(up.requests.map((r) => `${r.family} ${r.url}`)).toEqual(['ws_upgrade /extended/v1/ws']);
   });
 });
+
+describe('surface upstream: a stuck backlog (issue 28)', () => {
+  it('keeps the stuck transactions pending through blocks, below the fresh ones in the newest-first list', async () => {
+    const up = await startSurfaceUpstream({ wallets: 6, bots: 2, historyBlocks: 4, stuckBacklog: 12 });
+    try {
+      const total = async () =>
+        JSON.parse(await (await fetch(`${up.url}/extended/v1/tx/mempool?limit=1`)).text()) as { total: number; results: Array<{ tx_id: string }> };
+      expect((await total()).total).toBe(12);
+      up.mine();
+      up.mine();
+      expect((await total()).total).toBe(12);
+      const fresh = await up.backgroundTx();
+      const after = await total();
+      expect(after.total).toBe(13);
+      expect(after.results[0]?.tx_id).toBe(`0x${(await import('@stacks/transactions')).deserializeTransaction(fresh).txid()}`);
+    } finally {
+      await up.close();
+    }
+  });
+});
