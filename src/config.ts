@@ -219,6 +219,9 @@ export const ConfigSchema = z
             learnedMaxMs: positiveInt.describe(
               'Learned freshness: longest a `tip` entry about a principal no block since touched, or a `mempool` entry the mempool watcher vouches for, is served fresh past its tip or TTL ([Principal activity](caching-and-freshness.md#principal-activity-broadcasts-and-block-learning))',
             ),
+            mempoolFeesMaxAgeMs: nonNegativeInt.describe(
+              'How old `GET /extended/v2/mempool/fees` (a mempool-wide fee estimate) may be served (`X-Cache: HIT`) whatever the mempool or tip did since: the one answer allowed to lag the mempool ([why](caching-and-freshness.md#the-mempool-fee-estimate-may-lag)); after it, an ordinary `mempool` entry; `0` turns this off',
+            ),
           })
           .strict(),
         staleIfErrorMs: nonNegativeInt.describe('How long past expiry an entry may be served (`X-Cache: STALE`) when every upstream fails'),

@@ -41,6 +41,12 @@ export interface CacheEntry {
    * Absent (and in entries stored before it existed): anything.
    */
   movesWith?: MovesWith;
+  /**
+   * A mempool-wide estimate (GET /extended/v2/mempool/fees) that may be served up to
+   * `mempoolFeesMaxAgeMs` old whatever the mempool or tip did since (policy.ts `evaluate`).
+   * Absent (and in entries stored before it existed): an ordinary entry of its class.
+   */
+  lagsMempool?: true;
 }
 
 const MAGIC = 0x53; // 'S'
@@ -132,6 +138,7 @@ export function entryCost(key: string, entry: CacheEntry): number {
   if (entry.listItem !== undefined) heapBytes += 4 * PROPERTY_BYTES;
   if (entry.principal !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.principal);
   if (entry.movesWith !== undefined) heapBytes += PROPERTY_BYTES + stringBytes(entry.movesWith);
+  if (entry.lagsMempool !== undefined) heapBytes += PROPERTY_BYTES;
   return Math.ceil(HEAP_HEADROOM * heapBytes) + OWNED_BODY_BYTES + entry.body.length;
 }
 

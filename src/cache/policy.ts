@@ -31,6 +31,11 @@ export interface TtlSettings {
    * (chain/activity.ts) stays fresh across new tips, up to this age. Absent: off.
    */
   learnedMaxMs?: number;
+  /**
+   * How old a `lagsMempool` entry (the mempool-wide fee estimate) may be served fresh, whatever
+   * the mempool or the tip did since: the one answer allowed to lag the mempool. Absent: off.
+   */
+  mempoolFeesMaxAgeMs?: number;
 }
 
 export interface Classification {
@@ -297,6 +302,7 @@ export function isFinalNow(entry: CacheEntry, chain: ChainView): boolean {
 export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: TtlSettings): Verdict {
   if (purgedByReorg(entry, chain.reorgs)) return 'purged';
   if (entry.cls === 'final') return isFinalNow(entry, chain) ? 'fresh' : entry.upstreamEtag ? 'revalidate' : 'refetch';
+  if (isAllowedLag(entry, now, ttl)) return 'fresh';
   const activity = chain.activity;
   // Rules (a) and (b): what a broadcast (or a mempool change the watcher saw) changed is asked
   // for again at once, never served stale.
@@ -314,6 +320,17 @@ export function evaluate(entry: CacheEntry, now: number, chain: ChainView, ttl: 
   // entries from an older tip are never served while they refresh.
   if (entry.cls === 'mempool' && sameTip && age < maxAge + ttl.staleWhileRevalidateMs) return 'stale-while-revalidate';
   return entry.upstreamEtag ? 'revalidate' : 'refetch';
+}
+
+/**
+ * The mempool-wide fee estimate may lag the mempool by `mempoolFeesMaxAgeMs` (issue 28: "5 s
+ * allowed"): it is percentiles of the pending set's fee rates, which the upstream itself
+ * recomputes as the set changes, so a broadcast, a mempool change or a block (which empties part
+ * of the mempool) within that window does not make it asked again. Reorgs still purge it; after
+ * the window it is an ordinary `mempool` entry.
+ */
+function isAllowedLag(entry: CacheEntry, now: number, ttl: TtlSettings): boolean {
+  return entry.lagsMempool === true && ttl.mempoolFeesMaxAgeMs !== undefined && now - entry.validatedAt < ttl.mempoolFeesMaxAgeMs;
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { RouteSpec } from '../routes/route-spec.js';
 import type { CanonicalRequest } from '../routes/validate.js';
-import { admit, confirm, type AdmitInput, type Snapshot } from './admit.js';
+import { admit, confirm, type Admission, type AdmitInput, type Confirmation, type Snapshot } from './admit.js';
 import type { CacheEntry } from './entry.js';
 import { etagScope } from './etag-scope.js';
 import { entryKey, transactionKey } from './key.js';
@@ -20,6 +20,11 @@ export interface RouteReadSpecDeps {
 }
 
 export type RouteReadSpecs = (route: RouteSpec, request: CanonicalRequest) => ReadSpec;
+
+/** An admitted or confirmed entry of a route that may lag the mempool, marked so (entry.ts `lagsMempool`). */
+function markLagging<A extends Admission | Confirmation>(admission: A): A {
+  return admission.kind === 'entry' ? { ...admission, entry: { ...admission.entry, lagsMempool: true } } : admission;
+}
 
 export function routeReadSpecs(deps: RouteReadSpecDeps): RouteReadSpecs {
   return (route, request) => {
@@ -37,10 +42,11 @@ export function routeReadSpecs(deps: RouteReadSpecDeps): RouteReadSpecs {
     });
     const txId = request.facts.eventsOfTx;
     if (txId === undefined) {
+      const mark = route.lagsMempool ? markLagging : <A>(admission: A): A => admission;
       return {
         ...base,
-        admit: (response, asked) => admit({ ...facts(asked), response }),
-        confirm: (entry, asked, upstream) => confirm(entry, facts(asked), upstream),
+        admit: (response, asked) => mark(admit({ ...facts(asked), response })),
+        confirm: (entry, asked, upstream) => mark(confirm(entry, facts(asked), upstream)),
       };
     }
     // tx/events by tx id is final when the cache already holds that transaction as final (and the

@@ -141,4 +141,9 @@ export interface RouteSpec {
   undeclaredQuery?: string[];
   /** The handler-level checks and the canonical upstream path, from validated values. */
   resolve(values: Values, ctx: ResolveContext): Resolution;
+  /**
+   * A mempool-wide estimate that may lag the mempool (and the tip) by up to
+   * `cache.ttl.mempoolFeesMaxAgeMs`: its entries are marked `lagsMempool` (policy.ts `evaluate`).
+   */
+  lagsMempool?: true;
 }

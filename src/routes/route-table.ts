@@ -138,6 +138,9 @@ export const ROUTES: readonly RouteSpec[] = [
     params: [],
     query: [],
     resolve: () => request('/extended/v2/mempool/fees'),
+    // Percentiles of the fee rates of the whole pending set, which the upstream recomputes as it
+    // changes (a broadcast, a block): a sample-based estimate the issue allows to lag by 5 s.
+    lagsMempool: true,
   },
   {
     id: 'address_balances',

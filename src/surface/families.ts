@@ -199,7 +199,11 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/extended/v1/tokens/nft/holdings'],
     change: 'etag:chain_tip',
     principal: { query: 'principal' },
-    why: "a principal's NFTs, under the chain_tip ETag (tagged with the principal)",
+    // Upstream tokens.ts reads the nft_custody table (its unanchored twin with ?unanchored): a row
+    // moves only with an NFT event, which names the recipient (mint, transfer) or sender (burn,
+    // transfer); tx_metadata adds the custody transaction, fixed once mined. No PoX state: burn blocks cannot move it.
+    movesWith: 'transactions',
+    why: "a principal's NFTs (chain_tip ETag, tagged with the principal): they move only with a block whose NFT events name the principal, so learned across blocks that did not, burn blocks included",
   }),
   family({
     id: 'tokens',
@@ -399,7 +403,7 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/v2/accounts/:principal'],
     change: 'tip',
     principal: { param: 'principal' },
-    why: 'balance and nonce at the tip (mempool ignored): keyed by the tip, refetched at each block',
+    why: 'balance, lock and nonce at the tip (mempool ignored): with ?proof=0 not keyed by the tip, learned across blocks that did not touch the principal (no burn block); with a proof (the default) keyed by the tip: a MARF proof is new every block',
   }),
   family({
     id: 'v2_info',

@@ -189,7 +189,11 @@ export function isTipKeyed(family: Family, query: string): boolean {
   // vouches that no block since touched the principal (policy.ts rule (c)); keyed by the tip, a
   // new block would make it a new key, and what was learned could never serve it.
   // With `?tip=` of any kind the node reads where it says: keyed by the tip as any node read.
-  if (family.principal !== undefined && 'param' in family.principal && queryValues(query, 'tip').length === 0) return false;
+  // With a proof (the node's default, stacks-core getaccount.rs; node versions differ on values
+  // other than `0` and `1`, so only a single `proof=0` counts as none) the answer holds MARF proofs
+  // against the tip's state root, which differs at every block even when the balance and nonce do
+  // not: keyed by the tip too. stacks.js asks with `?proof=0`.
+  if (family.principal !== undefined && 'param' in family.principal && queryValues(query, 'tip').length === 0 && withoutProof(query, true)) return false;
   return !(family.evidence === 'pinned_tip' && pinnedTip(query) !== undefined);
 }
 

@@ -4,36 +4,13 @@
  * activity) carries it across a block that did not touch the principal. A block that did, or a
  * new burn block (PoX unlocks), makes it a miss, and every answer is the upstream's at that moment.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { signTransfer, startSurfaceUpstream, tipOf, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import { startSurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import { mineTransferTo, pollAndLearn } from '../support/block-learning.js';
 import { useCleanups } from '../support/cleanups.js';
-import { metricValue, startTestProxy } from '../support/proxy-harness.js';
-import type { ProxyServer } from '../../src/composition-root.js';
+import { startTestProxy } from '../support/proxy-harness.js';
 
 const { defer } = useCleanups();
-
-/** Mines one block holding a transfer from the first bot to `recipient`; whether it began a new burn block. */
-async function mineTransferTo(upstream: SurfaceUpstream, recipient: string): Promise<boolean> {
-  const bot = upstream.cast.bots[0]!;
-  const nonce = upstream.current().accounts.get(bot.address)?.nonce ?? 0;
-  const answer = upstream.broadcast(await signTransfer(bot, recipient, 1_000n, nonce, 300n));
-  expect(answer.status).toBe(200);
-  const burnBefore = tipOf(upstream.current()).burnHeight;
-  upstream.mine();
-  return tipOf(upstream.current()).burnHeight !== burnBefore;
-}
-
-/** Polls the tip and waits until the learner has had its say about the new tip (learned or not). */
-async function pollAndLearn(proxy: ProxyServer): Promise<'learned' | 'not learned'> {
-  const before = await metricValue(proxy, 'stacks_proxy_activity_blocks_total');
-  const learnedBefore = await metricValue(proxy, 'stacks_proxy_activity_blocks_total', { outcome: 'learned' });
-  await proxy.tracker.pollOnce();
-  for (let i = 0; i < 200 && (await metricValue(proxy, 'stacks_proxy_activity_blocks_total')) === before; i++) await sleep(10);
-  // An outcome counted for the tip; a learned block may need its transactions read first.
-  for (let i = 0; i < 50 && (await metricValue(proxy, 'stacks_proxy_activity_blocks_total', { outcome: 'learned' })) === learnedBefore; i++) await sleep(10);
-  return (await metricValue(proxy, 'stacks_proxy_activity_blocks_total', { outcome: 'learned' })) > learnedBefore ? 'learned' : 'not learned';
-}
 
 describe('/v2/accounts across blocks (block learning)', () => {
   it('is served from cache across a learned block that did not touch the principal, and asked again after one that did', async () => {
@@ -79,5 +56,34 @@ describe('/v2/accounts across blocks (block learning)', () => {
     const asked = count();
     expect(await read()).toBe('MISS');
     expect(count()).toBe(asked + 1);
+  });
+
+  it('with a proof (the node default) is asked again at every block: the MARF proof is against the tip', async () => {
+    const upstream = await startSurfaceUpstream({ seed: 'accounts-proof', wallets: 4, bots: 1 });
+    defer(() => upstream.close());
+    const proxy = await startTestProxy({ upstreamUrls: [upstream.url] });
+    defer(() => proxy.close());
+    const watched = upstream.cast.wallets[0]!;
+    const other = upstream.cast.wallets[1]!;
+    const count = () => upstream.requests.filter((r) => r.url.startsWith('/v2/accounts/')).length;
+    for (const path of [`/v2/accounts/${watched.address}`, `/v2/accounts/${watched.address}?proof=1`]) {
+      const read = async () => {
+        const response = await fetch(proxy.url + path);
+        const body = await response.text();
+        expect(body).toBe(upstream.answerAt(Date.now(), 'GET', path).body);
+        expect(JSON.parse(body)).toHaveProperty('balance_proof');
+        return response.headers.get('x-cache');
+      };
+      expect(await read()).toBe('MISS');
+      expect(await read()).toBe('HIT');
+      for (let block = 0; block < 3; block++) {
+        await mineTransferTo(upstream, other.address);
+        await pollAndLearn(proxy);
+        const asked = count();
+        // The balance and nonce did not change, but the proof did: never served from an older tip.
+        expect(await read()).toBe('MISS');
+        expect(count()).toBe(asked + 1);
+      }
+    }
   });
 });

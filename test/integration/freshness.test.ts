@@ -104,7 +104,8 @@ describe('chain tip', () => {
 describe('mempool class', () => {
   it('revalidates an expired entry with If-None-Match: a 304 refreshes it without a body', async () => {
     let clock = Date.now();
-    const p = await start({}, () => clock);
+    // The fee estimate's lag window off: this is about the mempool class as such.
+    const p = await start({ cache: { ttl: { mempoolFeesMaxAgeMs: 0 } } }, () => clock);
     const path = '/extended/v2/mempool/fees';
     const first = await fetchRaw(p.url + path);
     expect((await fetchRaw(p.url + path)).headers.get('x-cache')).toBe('HIT');
@@ -125,6 +126,34 @@ describe('mempool class', () => {
     expect(changed.headers.get('x-cache')).toBe('MISS');
     expect(changed.headers.get('etag')).toBe((await fetchRaw(upstream.url + path)).headers.get('etag'));
     expect(changed.headers.get('etag')).not.toBe(first.headers.get('etag'));
+  });
+});
+
+describe('the mempool fee estimate may lag', () => {
+  it('is served for mempoolFeesMaxAgeMs whatever the mempool and tip do, then asked again', async () => {
+    let clock = Date.now();
+    const p = await start({ cache: { ttl: { mempoolFeesMaxAgeMs: 5_000 } } }, () => clock);
+    const path = '/extended/v2/mempool/fees';
+    const first = await fetchRaw(p.url + path);
+    expect(first.headers.get('x-cache')).toBe('MISS');
+
+    // The mempool changes and a block comes: any other mempool entry would be asked again.
+    upstream.setMempoolChanged();
+    upstream.advanceTip();
+    await p.tracker.pollOnce();
+    clock += 4_999;
+    upstream.resetCounts();
+    const lagging = await fetchRaw(p.url + path);
+    expect(lagging.headers.get('x-cache')).toBe('HIT');
+    expect(lagging.body.equals(first.body)).toBe(true);
+    expect(upstream.count(path)).toBe(0);
+
+    // Past the window: an ordinary mempool entry from an older tip, asked again (the upstream's answer now).
+    clock += 1;
+    const asked = await fetchRaw(p.url + path);
+    expect(asked.headers.get('x-cache')).not.toBe('HIT');
+    expect(upstream.count(path)).toBe(1);
+    expect(asked.body.equals((await fetchRaw(upstream.url + path)).body)).toBe(true);
   });
 });
 

@@ -41,7 +41,14 @@ describe('defaults', () => {
     expect(config.server.port).toBe(8080);
     expect(config.upstream.urls).toEqual(['https://api.hiro.so']);
     expect(config.redis.url).toBeNull();
-    expect(config.cache.ttl).toEqual({ tipSafetyMs: 60_000, mempoolMs: 2_000, staleWhileRevalidateMs: 2_000, retainExpiredMs: 300_000, learnedMaxMs: 120_000 });
+    expect(config.cache.ttl).toEqual({
+      tipSafetyMs: 60_000,
+      mempoolMs: 2_000,
+      staleWhileRevalidateMs: 2_000,
+      retainExpiredMs: 300_000,
+      learnedMaxMs: 120_000,
+      mempoolFeesMaxAgeMs: 5_000,
+    });
     expect(config.upstream).toMatchObject({
       maxAttempts: 2,
       failureThreshold: 3,

@@ -90,6 +90,10 @@ describe('tip pinning and proofs', () => {
     // About one principal, at the tip: the entry records its tip, and block learning may carry it to the next.
     expect(isTipKeyed(family('v2_accounts'), 'proof=0')).toBe(false);
     expect(isTipKeyed(family('v2_accounts'), 'proof=0&tip=latest')).toBe(true);
+    // With a proof (the node's default) the answer holds MARF proofs against the tip's state root: new every block.
+    expect(isTipKeyed(family('v2_accounts'), '')).toBe(true);
+    expect(isTipKeyed(family('v2_accounts'), 'proof=1')).toBe(true);
+    expect(isTipKeyed(family('v2_accounts'), 'proof=0&proof=0')).toBe(true);
     expect(isTipKeyed(family('principal_history'), '')).toBe(false);
   });
 

@@ -688,13 +688,16 @@ const ROUTES: Route[] = [
     const p = q.get('principal') ?? '';
     if (!PRINCIPAL.test(p)) return validation("querystring must have required property 'principal'");
     return withPage(q, 200, (pg) => {
-      const tip = tipOf(s);
-      const holdings = nftHoldings(s, p).map((h) => ({
-        asset_identifier: h.asset,
-        value: { hex: `0x01${h.id.toString(16).padStart(32, '0')}`, repr: `u${h.id}` },
-        block_height: tip.height,
-        tx_id: tip.minerTxId,
-      }));
+      const holdings = nftHoldings(s, p).map((h) => {
+        // The upstream's nft_custody row: the block and transaction of the event that gave the principal custody.
+        const custody = custodyTx(s, p, h.asset, `u${h.id}`);
+        return {
+          asset_identifier: h.asset,
+          value: { hex: `0x01${h.id.toString(16).padStart(32, '0')}`, repr: `u${h.id}` },
+          block_height: custody.height,
+          tx_id: custody.core.txId,
+        };
+      });
       return json(200, page(holdings, pg), chainTipEtag(s));
     });
   }),
@@ -760,11 +763,17 @@ const ROUTES: Route[] = [
   // Node RPC (/v2): no ETag, no-store.
   r('GET', '/v2/info', 'none', false, (s) => json(200, v2Info(s))),
   r('GET', '/v2/pox', 'none', false, (s) => json(200, v2Pox(s))),
-  r('GET', '/v2/accounts/:p', 'none', false, (s, [p = '']) => {
+  r('GET', '/v2/accounts/:p', 'none', false, (s, [p = ''], q) => {
     if (!PRINCIPAL.test(p)) return text(400, 'Invalid principal');
     const account = s.accounts.get(p);
     const u128 = (n: bigint) => `0x${n.toString(16).padStart(32, '0')}`;
-    return json(200, { balance: u128(account?.balance ?? 0n), locked: u128(0n), unlock_height: 0, nonce: account?.nonce ?? 0 });
+    const body = { balance: u128(account?.balance ?? 0n), locked: u128(0n), unlock_height: 0, nonce: account?.nonce ?? 0 };
+    // stacks-core getaccount.rs and httpcore.rs get_with_proof: a proof when `proof` is absent or
+    // `1`; a MARF proof is against the tip's state root, so it is new at every block; an account
+    // the state does not hold gets "" for each.
+    if ((q.get('proof') ?? '1') !== '1') return json(200, body);
+    const proof = (what: string) => (account ? `0x${sha256(`marf:${tipOf(s).indexHash}:${p}:${what}`)}` : '');
+    return json(200, { ...body, balance_proof: proof('balance'), nonce_proof: proof('nonce') });
   }),
   r('GET', '/v2/fees/transfer', 'none', false, () => json(200, 1)),
   r('POST', '/v2/fees/transaction', 'none', false, (s, _p, _q, req) => feeEstimate(s, req)),
@@ -788,6 +797,21 @@ const ROUTES: Route[] = [
     return value ? json(200, { data: cvHex(value) }) : text(404, 'Data var not found');
   }),
 ];
+
+/** The latest mined transaction whose NFT event gave `p` the token `repr` of `asset` (every holding has one). */
+function custodyTx(s: Snapshot, p: string, asset: string, repr: string): MinedTx {
+  for (const tx of principalMined(s, p)) {
+    const gave = tx.events.some(
+      (e) =>
+        e.event_type === 'non_fungible_token_asset' &&
+        e.asset.asset_id === asset &&
+        e.asset.recipient === p &&
+        (e.asset.value as { repr?: string })?.repr === repr,
+    );
+    if (gave) return tx;
+  }
+  throw new Error(`no custody event for ${asset} ${repr} of ${p}`);
+}
 
 export const BROADCAST_PATH = '/v2/transactions';
 
