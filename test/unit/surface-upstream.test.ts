@@ -6,7 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cl } from '@stacks/transactions';
-import { familyOf, signContractCall, signTransfer, startSurfaceUpstream, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import {
+  familyOf,
+  judgeExchanges,
+  signContractCall,
+  signTransfer,
+  startSurfaceUpstream,
+  type Exchange,
+  type SurfaceUpstream,
+} from '../../testkit/surface-upstream/index.js';
 
 let upstream: SurfaceUpstream;
 beforeAll(async () => {
@@ -280,6 +288,27 @@ describe('surface upstream: a stuck backlog (issue 28)', () => {
       const after = await total();
       expect(after.total).toBe(13);
       expect(after.results[0]?.tx_id).toBe(`0x${(await import('@stacks/transactions')).deserializeTransaction(fresh).txid()}`);
+    } finally {
+      await up.close();
+    }
+  });
+});
+
+describe('oracle: a family allowed to lag (issue 28)', () => {
+  it('accepts a mempool fees answer as old as windowMsByFamily allows, and no older', async () => {
+    let clock = 1_000_000;
+    const up = await startSurfaceUpstream({ wallets: 4, bots: 2, historyBlocks: 4, now: () => clock });
+    try {
+      const url = '/extended/v2/mempool/fees';
+      const before = up.answerAt(clock, 'GET', url).body;
+      clock += 1_000;
+      await up.backgroundTx();
+      clock += 3_000;
+      expect(up.answerAt(clock, 'GET', url).body).not.toBe(before);
+      const exchange: Exchange = { actor: 'explorer', method: 'GET', url, family: 'mempool_fees', tSend: clock, tRecv: clock, status: 200, answer: before };
+      expect(judgeExchanges(up, [exchange], { windowMs: 2_000 }).mismatches).toHaveLength(1);
+      expect(judgeExchanges(up, [exchange], { windowMs: 2_000, windowMsByFamily: { mempool_fees: 5_000 } }).mismatches).toHaveLength(0);
+      expect(judgeExchanges(up, [exchange], { windowMs: 2_000, windowMsByFamily: { mempool_fees: 2_500 } }).mismatches).toHaveLength(1);
     } finally {
       await up.close();
     }
