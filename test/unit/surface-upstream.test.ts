@@ -6,7 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cl } from '@stacks/transactions';
-import { familyOf, signContractCall, signTransfer, startSurfaceUpstream, type SurfaceUpstream } from '../../testkit/surface-upstream/index.js';
+import {
+  familyOf,
+  judgeExchanges,
+  signContractCall,
+  signTransfer,
+  startSurfaceUpstream,
+  type Exchange,
+  type SurfaceUpstream,
+} from '../../testkit/surface-upstream/index.js';
 
 let upstream: SurfaceUpstream;
 beforeAll(async () => {
@@ -207,5 +215,102 @@ describe('surface upstream burn chain (upstream-contract §5)', () => {
     const opened = JSON.parse((await get('/extended/v2/blocks/latest')).body) as { burn_block_height: number; tenure_height: number };
     expect(opened).toMatchObject({ burn_block_height: before.burn_block_height + 3, tenure_height: latestBefore.tenure_height + 1 });
     expect((await statusOf()).burn_block_height).toBe(before.burn_block_height + 3);
+  });
+});
+
+describe('surface upstream: what the real mix adds (issue 28)', () => {
+  let up: SurfaceUpstream;
+  beforeAll(async () => {
+    up = await startSurfaceUpstream({ wallets: 6, bots: 2, historyBlocks: 4, libraryContracts: 3 });
+  });
+  afterAll(() => up.close());
+
+  it('answers /extended/v2/mempool/fees with the mempool ETag, per transaction type, moving with the mempool', async () => {
+    const fees = async () => {
+      const r = await fetch(`${up.url}/extended/v2/mempool/fees`);
+      return { status: r.status, etag: r.headers.get('etag'), body: JSON.parse(await r.text()) as Record<string, Record<string, number>> };
+    };
+    const mempoolEtag = async () => (await fetch(`${up.url}/extended/v1/tx/mempool?limit=1`)).headers.get('etag');
+    const before = await fees();
+    expect(before.status).toBe(200);
+    expect(before.etag).toBe(await mempoolEtag());
+    expect(Object.keys(before.body).sort()).toEqual(['all', 'contract_call', 'smart_contract', 'token_transfer']);
+    expect(Object.keys(before.body.all ?? {}).sort()).toEqual(['high_priority', 'low_priority', 'medium_priority', 'no_priority']);
+    await up.backgroundTx();
+    const after = await fees();
+    expect(after.etag).not.toBe(before.etag);
+    expect(after.etag).toBe(await mempoolEtag());
+    expect(after.body.all?.high_priority).toBeGreaterThan(0);
+  });
+
+  it('serves the library contracts deployed at genesis (interface, source, call-read) and 404s one never deployed', async () => {
+    const deployer = up.cast.deployer.address;
+    const iface = await fetch(`${up.url}/v2/contracts/interface/${deployer}/lib-2`);
+    expect(iface.status).toBe(200);
+    expect(iface.headers.get('etag')).toBeNull();
+    expect((JSON.parse(await iface.text()) as { functions: Array<{ name: string }> }).functions.map((f) => f.name)).toEqual(['get-version']);
+    expect((await fetch(`${up.url}/v2/contracts/interface/${deployer}/lib-3`)).status).toBe(404);
+    const source = JSON.parse(await (await fetch(`${up.url}/v2/contracts/source/${deployer}/lib-1`)).text()) as { source: string };
+    expect(source.source).toBe('(define-read-only (get-version) u1)');
+    const call = await fetch(`${up.url}/v2/contracts/call-read/${deployer}/lib-2/get-version`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sender: deployer, arguments: [] }),
+    });
+    expect(JSON.parse(await call.text())).toEqual({ okay: true, result: `0x${Cl.serialize(Cl.uint(2n)).replace(/^0x/, '')}` });
+  });
+
+  it('counts a WebSocket upgrade attempt (family ws_upgrade) and refuses it', async () => {
+    up.resetCounts();
+    const { request } = await import('node:http');
+    await new Promise<void>((resolve) => {
+      const req = request(`${up.url}/extended/v1/ws`, { headers: { connection: 'Upgrade', upgrade: 'websocket' } });
+      req.on('error', () => resolve());
+      req.on('response', () => resolve());
+      req.on('upgrade', () => resolve());
+      req.end();
+    });
+    expect(up.requests.map((r) => `${r.family} ${r.url}`)).toEqual(['ws_upgrade /extended/v1/ws']);
+  });
+});
+
+describe('surface upstream: a stuck backlog (issue 28)', () => {
+  it('keeps the stuck transactions pending through blocks, below the fresh ones in the newest-first list', async () => {
+    const up = await startSurfaceUpstream({ wallets: 6, bots: 2, historyBlocks: 4, stuckBacklog: 12 });
+    try {
+      const total = async () =>
+        JSON.parse(await (await fetch(`${up.url}/extended/v1/tx/mempool?limit=1`)).text()) as { total: number; results: Array<{ tx_id: string }> };
+      expect((await total()).total).toBe(12);
+      up.mine();
+      up.mine();
+      expect((await total()).total).toBe(12);
+      const fresh = await up.backgroundTx();
+      const after = await total();
+      expect(after.total).toBe(13);
+      expect(after.results[0]?.tx_id).toBe(`0x${(await import('@stacks/transactions')).deserializeTransaction(fresh).txid()}`);
+    } finally {
+      await up.close();
+    }
+  });
+});
+
+describe('oracle: a family allowed to lag (issue 28)', () => {
+  it('accepts a mempool fees answer as old as windowMsByFamily allows, and no older', async () => {
+    let clock = 1_000_000;
+    const up = await startSurfaceUpstream({ wallets: 4, bots: 2, historyBlocks: 4, now: () => clock });
+    try {
+      const url = '/extended/v2/mempool/fees';
+      const before = up.answerAt(clock, 'GET', url).body;
+      clock += 1_000;
+      await up.backgroundTx();
+      clock += 3_000;
+      expect(up.answerAt(clock, 'GET', url).body).not.toBe(before);
+      const exchange: Exchange = { actor: 'explorer', method: 'GET', url, family: 'mempool_fees', tSend: clock, tRecv: clock, status: 200, answer: before };
+      expect(judgeExchanges(up, [exchange], { windowMs: 2_000 }).mismatches).toHaveLength(1);
+      expect(judgeExchanges(up, [exchange], { windowMs: 2_000, windowMsByFamily: { mempool_fees: 5_000 } }).mismatches).toHaveLength(0);
+      expect(judgeExchanges(up, [exchange], { windowMs: 2_000, windowMsByFamily: { mempool_fees: 2_500 } }).mismatches).toHaveLength(1);
+    } finally {
+      await up.close();
+    }
   });
 });

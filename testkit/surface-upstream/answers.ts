@@ -19,7 +19,19 @@ import {
   stxMoves,
   txJsonById,
 } from './bodies.js';
-import { callReadOnly, dataVar, INTERFACES, isContractName, mapEntry, SOURCES, type ContractState } from './contracts.js';
+import {
+  callLibrary,
+  callReadOnly,
+  dataVar,
+  INTERFACES,
+  isContractName,
+  libraryIndex,
+  libraryInterface,
+  librarySource,
+  mapEntry,
+  SOURCES,
+  type ContractState,
+} from './contracts.js';
 import { blockAt, nftHoldings, sha256, tipOf, type Block, type MinedTx, type Snapshot } from './model.js';
 
 export interface SurfaceRequest {
@@ -170,6 +182,11 @@ function stateAt(s: Snapshot, q: URLSearchParams): ContractState {
 
 const contractOf = (s: Snapshot, address: string, name: string) => (address === s.deployer && isContractName(name) ? name : undefined);
 const cvHex = (value: ClarityValue): string => `0x${Cl.serialize(value)}`;
+/** A deployed library contract's number (contracts.ts), or undefined. */
+const libraryOf = (s: Snapshot, address: string, name: string): number | undefined => {
+  const index = address === s.deployer ? libraryIndex(name) : undefined;
+  return index !== undefined && principalMined(s, `${address}.${name}`).length ? index : undefined;
+};
 
 function callRead(s: Snapshot, [address = '', name = '', fn = '']: string[], q: URLSearchParams, req: SurfaceRequest): Reply {
   let body: { sender?: unknown; arguments?: unknown };
@@ -182,6 +199,11 @@ function callRead(s: Snapshot, [address = '', name = '', fn = '']: string[], q: 
     return text(400, 'Invalid read-only call: expected {sender, arguments}');
   }
   const contract = contractOf(s, address, name);
+  const library = contract ? undefined : libraryOf(s, address, name);
+  if (library !== undefined) {
+    const result = callLibrary(library, fn);
+    return result.ok ? json(200, { okay: true, result: cvHex(result.value) }) : json(200, { okay: false, cause: result.cause });
+  }
   if (!contract) return json(200, { okay: false, cause: `Unchecked(NoSuchContract("${address}.${name}"))` });
   let args: ClarityValue[];
   try {
@@ -359,6 +381,21 @@ const withPage = (q: URLSearchParams, max: number, then: (p: { limit: number; of
   const p = paging(q, max);
   return isReply(p) ? p : then(p);
 };
+/**
+ * `/extended/v2/mempool/fees`: per transaction type, percentiles of the pending fees (no: 25th,
+ * low: 50th, medium: 75th, high: 95th, as SBA's getMempoolFeePriority; the fake takes the fee,
+ * not the fee rate); 0 for a type with nothing pending.
+ */
+function mempoolFees(s: Snapshot): Record<string, Record<string, number>> {
+  const priorities = (fees: bigint[]): Record<string, number> => {
+    const sorted = fees.map(Number).sort((a, b) => a - b);
+    const at = (q: number) => (sorted.length ? (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number) : 0);
+    return { no_priority: at(0.25), low_priority: at(0.5), medium_priority: at(0.75), high_priority: at(0.95) };
+  };
+  const of = (kind?: string) => priorities(s.mempool.filter((t) => !kind || t.kind === kind).map((t) => t.fee));
+  return { all: of(), token_transfer: of('token_transfer'), smart_contract: of('smart_contract'), contract_call: of('contract_call') };
+}
+
 /** A principal's pending transactions, newest first (v3 principals mempool/transactions and v1 address mempool). */
 const addressMempool = (s: Snapshot, p: string, q: URLSearchParams): Reply =>
   withPage(q, 50, (pg) => {
@@ -412,6 +449,8 @@ const ROUTES: Route[] = [
     }
     return json(200, out, s.mempoolDigest);
   }),
+  // Fee priorities of the pending transactions (SBA getMempoolFeePriority), the mempool ETag.
+  r('GET', '/extended/v2/mempool/fees', 'mempool', false, (s) => json(200, mempoolFees(s), s.mempoolDigest)),
   r('GET', '/extended/v3/mempool/transactions', 'mempool', false, (s, _p, q) =>
     withPage(q, 50, (p) => json(200, page([...s.mempool].reverse().map(pendingTxJson), p), s.mempoolDigest)),
   ),
@@ -740,10 +779,13 @@ const ROUTES: Route[] = [
   r('POST', '/v2/fees/transaction', 'none', false, (s, _p, _q, req) => feeEstimate(s, req)),
   r('GET', '/v2/contracts/interface/:a/:n', 'none', false, (s, [a = '', n = '']) => {
     const contract = contractOf(s, a, n);
+    if (!contract && libraryOf(s, a, n) !== undefined) return json(200, libraryInterface());
     return contract && principalMined(s, `${a}.${n}`).length ? json(200, INTERFACES[contract]) : text(404, 'No contract interface data found');
   }),
   r('GET', '/v2/contracts/source/:a/:n', 'none', false, (s, [a = '', n = '']) => {
     const contract = contractOf(s, a, n);
+    const library = contract ? undefined : libraryOf(s, a, n);
+    if (library !== undefined) return json(200, { source: librarySource(library), publish_height: principalMined(s, `${a}.${n}`).at(-1)?.height });
     const deployed = contract ? principalMined(s, `${a}.${n}`).at(-1) : undefined;
     return contract && deployed ? json(200, { source: SOURCES[contract], publish_height: deployed.height }) : text(404, 'No contract source data found');
   }),

@@ -184,3 +184,35 @@ export function dataVar(contract: ContractName, state: ContractState, name: stri
   if (contract === 'collectibles' && name === 'last-id') return Cl.uint(state.lastNftId);
   return undefined;
 }
+
+/**
+ * Library contracts (`lib-0`, `lib-1`, …): a real chain has thousands of deployed contracts and
+ * wallets and dApps fetch the interfaces of many of them (a token list, a swap's routers), so an
+ * interface cache meets many first requests. These hold no state: one read-only function
+ * returning the contract's own number. Deployed at genesis when ChainOptions.libraryContracts > 0.
+ */
+const LIBRARY = /^lib-(\d{1,4})$/;
+
+export const libraryName = (index: number): string => `lib-${index}`;
+
+/** The library contract's number, or undefined for any other name. */
+export function libraryIndex(name: string): number | undefined {
+  const m = LIBRARY.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
+export const librarySource = (index: number): string => `(define-read-only (get-version) u${index})`;
+
+export const libraryInterface = (): unknown => ({
+  functions: [fn('get-version', 'read_only', [], 'uint128')],
+  variables: [],
+  maps: [],
+  fungible_tokens: [],
+  non_fungible_tokens: [],
+  epoch: 'Epoch30',
+  clarity_version: 'Clarity3',
+});
+
+export function callLibrary(index: number, name: string): ReadResult {
+  return name === 'get-version' ? { ok: true, value: Cl.uint(BigInt(index)) } : { ok: false, cause: `Unchecked(UndefinedFunction("${name}"))` };
+}

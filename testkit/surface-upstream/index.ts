@@ -19,6 +19,7 @@ export { tipOf, type Snapshot } from './model.js';
 export { render, startSurfaceUpstream, SurfaceUpstream, type CountedRequest, type RenderedAnswer, type SurfaceUpstreamOptions } from './server.js';
 export { signContractCall, signTransfer } from './signing.js';
 export { deriveWallet, type Wallet } from './wallets.js';
-export { ClientMix, type Actor, type Exchange, type MixOptions, type SendStats } from './mix.js';
+export { ClientMix, type Actor, type Exchange, type MixOptions, type MixProfile, type SendStats } from './mix.js';
 export { judgeExchanges, servedFigures, type Mismatch, type OracleOptions, type OracleVerdict, type ServedFigures } from './oracle.js';
 export { startUrlCache, type UrlCache } from './url-cache.js';
+export { ceilingOf, requestKey, snapshotLookup, type AnswerLookup, type Ceiling, type CeilingCount } from './ceiling.js';

@@ -48,7 +48,42 @@ export interface MixOptions {
   concurrency?: number;
   /** The clock (ms). */
   now?: () => number;
+  /**
+   * `easy` (the default: issue 15's mix, which the oracle tests rely on) or `real` (issue 28: as
+   * hard as the traffic measured on a real mix; see PROFILES).
+   */
+  profile?: MixProfile;
+  /** How many library contracts the chain has (ChainOptions.libraryContracts): the real profile's dApps use them. */
+  libraryContracts?: number;
 }
+
+export type MixProfile = 'easy' | 'real';
+
+/**
+ * What the real profile adds to the easy one (issue 28's table of a real mix: shares of
+ * mempool?address= ~13%, nonces ~16%, balances ~12% each, history ~21%, /v2/accounts ~2.3%,
+ * pending tx ~2.2%, interfaces ~3%, call-read ~4.6%, broadcasts ~2.4%, fee estimates ~2%):
+ * - wallets focus more often (nonces and pending list every 80 s of Leather time, not 120 s);
+ * - one wallet in five (on Xverse-like calls) also reads `/v2/accounts/{p}?proof=0` with its balances;
+ * - each dApp page load is a random user's: call-read bodies carry that user as `sender` and as
+ *   argument (stacks.js puts the sender in every body), map_entry keys are that user's;
+ * - half the dApp loads are on one of many library contracts (interface, its call-read, and the
+ *   user's balance of the popular token);
+ * - explorer pages show the mempool fee priorities (`/extended/v2/mempool/fees`) on most loads.
+ * The caller sets the rest: a block every 2 s, ~320 sends in 75 s, the time scale.
+ */
+interface ProfileSettings {
+  focusSeconds: number;
+  accountsEveryNth: number;
+  dappUserPerLoad: boolean;
+  dappLibraryShare: number;
+  explorerFeesShare: number;
+}
+
+const PROFILES: Record<MixProfile, ProfileSettings> = {
+  easy: { focusSeconds: 120, accountsEveryNth: 0, dappUserPerLoad: false, dappLibraryShare: 0, explorerFeesShare: 0 },
+  real: { focusSeconds: 80, accountsEveryNth: 5, dappUserPerLoad: true, dappLibraryShare: 0.5, explorerFeesShare: 0.6 },
+};
 
 export interface SendStats {
   started: number;
@@ -82,8 +117,10 @@ export class ClientMix {
   private recentHeights: number[] = [];
   private recentTxIds: string[] = [];
   private pinnedTip: string | undefined;
+  private readonly profile: ProfileSettings;
 
   constructor(private readonly o: MixOptions) {
+    this.profile = PROFILES[o.profile ?? 'easy'];
     this.random = seededRandom(o.seed ?? 15);
     this.now = o.now ?? Date.now;
     this.wallets = o.cast.wallets.slice(0, o.wallets);
@@ -160,7 +197,8 @@ export class ClientMix {
       this.at(mount, () => this.walletMount(w));
       this.every(mount + (60 * SECOND) / k, (60 * SECOND) / k, () => this.walletBalances(w));
       this.every(mount + (30 * SECOND) / k, (30 * SECOND) / k, () => this.walletHistory(w));
-      this.every(mount + this.random() * ((120 * SECOND) / k), (120 * SECOND) / k, () => this.walletFocus(w));
+      const focus = (this.profile.focusSeconds * SECOND) / k;
+      this.every(mount + this.random() * focus, focus, () => this.walletFocus(w));
       this.every(mount + (900 * SECOND) / k, (900 * SECOND) / k, () =>
         this.get('wallet', `/extended/v1/tokens/nft/holdings?principal=${w.address}&limit=50`).then(() => undefined),
       );
@@ -168,7 +206,8 @@ export class ClientMix {
     for (let e = 0; e < this.o.explorers; e++) this.every(this.random() * 3 * SECOND, 5 * SECOND, () => this.explorerPage());
     for (let d = 0; d < this.o.dapps; d++) {
       const user = this.wallets[(d * 17) % this.wallets.length] as Wallet;
-      this.every(this.random() * 3 * SECOND, 4 * SECOND, () => this.dappLoad(user, d));
+      if (this.profile.dappUserPerLoad) this.every(this.random() * 3 * SECOND, 4 * SECOND, () => this.dappLoadReal(this.pick(this.wallets), d));
+      else this.every(this.random() * 3 * SECOND, 4 * SECOND, () => this.dappLoad(user, d));
     }
     if (this.o.sendsPerSecond > 0) this.every(2 * SECOND, SECOND / this.o.sendsPerSecond, () => this.startSend());
   }
@@ -201,6 +240,8 @@ export class ClientMix {
   private async walletBalances(w: Wallet): Promise<void> {
     await this.get('wallet', this.onV3(w) ? `/extended/v3/principals/${w.address}/balances/stx` : `/extended/v2/addresses/${w.address}/balances/stx`);
     await this.get('wallet', `/extended/v2/addresses/${w.address}/balances/ft`);
+    const nth = this.profile.accountsEveryNth;
+    if (nth && this.wallets.indexOf(w) % nth === 2) await this.get('wallet', `/v2/accounts/${w.address}?proof=0`);
   }
 
   /** On focus: the nonce and the address's pending transactions. */
@@ -216,6 +257,7 @@ export class ClientMix {
 
   private async explorerPage(): Promise<void> {
     const page = Math.floor(this.random() * 5);
+    if (this.profile.explorerFeesShare && this.random() < this.profile.explorerFeesShare) await this.get('explorer', '/extended/v2/mempool/fees');
     if (page === 0 || this.recentHeights.length === 0) {
       const blocks = await this.get('explorer', '/extended/v2/blocks?limit=10');
       if (blocks?.status === 200) this.recentHeights = (JSON.parse(blocks.answer) as { results: Array<{ height: number }> }).results.map((b) => b.height);
@@ -270,6 +312,50 @@ export class ClientMix {
     } else {
       await this.post('dapp', `/v2/contracts/call-read/${deployer}/collectibles/get-last-token-id`, sender);
       await this.get('dapp', `/v2/contracts/source/${deployer}/collectibles`);
+    }
+  }
+
+  /**
+   * The real profile's dApp page load, for one random user: every body carries the user (as
+   * stacks.js's `sender`, and as argument where the function takes a principal), so reads are
+   * per user; half the loads are on a library contract.
+   */
+  private async dappLoadReal(user: Wallet, d: number): Promise<void> {
+    const deployer = this.o.cast.deployer.address;
+    const libraries = this.o.libraryContracts ?? 0;
+    const sender = JSON.stringify({ sender: user.address, arguments: [] as string[] });
+    const principalArg = `0x${Cl.serialize(Cl.principal(user.address)).replace(/^0x/, '')}`;
+    if (libraries > 0 && this.random() < this.profile.dappLibraryShare) {
+      const name = `lib-${Math.floor(this.random() * libraries)}`;
+      await this.get('dapp', `/v2/contracts/interface/${deployer}/${name}`);
+      await this.post('dapp', `/v2/contracts/call-read/${deployer}/${name}/get-version`, sender);
+      // A DeFi page also shows the user's balance of the popular token.
+      await this.post(
+        'dapp',
+        `/v2/contracts/call-read/${deployer}/wallet-token/get-balance`,
+        JSON.stringify({ sender: user.address, arguments: [principalArg] }),
+      );
+      return;
+    }
+    const name = (['counter', 'wallet-token', 'collectibles'] as const)[d % 3] as string;
+    await this.get('dapp', `/v2/contracts/interface/${deployer}/${name}`);
+    if (name === 'counter') {
+      await this.post('dapp', `/v2/contracts/call-read/${deployer}/counter/get-counter`, sender);
+      await this.post('dapp', `/v2/contracts/call-read/${deployer}/counter/get-score`, JSON.stringify({ sender: user.address, arguments: [principalArg] }));
+      await this.post('dapp', `/v2/map_entry/${deployer}/counter/scores?proof=0`, JSON.stringify(principalArg));
+      await this.get('dapp', `/v2/data_var/${deployer}/counter/counter?proof=0`);
+    } else if (name === 'wallet-token') {
+      await this.post(
+        'dapp',
+        `/v2/contracts/call-read/${deployer}/wallet-token/get-balance`,
+        JSON.stringify({ sender: user.address, arguments: [principalArg] }),
+      );
+      await this.post('dapp', `/v2/contracts/call-read/${deployer}/wallet-token/get-total-supply`, sender);
+    } else {
+      await this.post('dapp', `/v2/contracts/call-read/${deployer}/collectibles/get-last-token-id`, sender);
+      const id = `0x${Cl.serialize(Cl.uint(BigInt(1 + Math.floor(this.random() * 40)))).replace(/^0x/, '')}`;
+      await this.post('dapp', `/v2/contracts/call-read/${deployer}/collectibles/get-owner`, JSON.stringify({ sender: user.address, arguments: [id] }));
+      if (this.random() < 0.1) await this.get('dapp', `/v2/contracts/source/${deployer}/collectibles`);
     }
   }
 

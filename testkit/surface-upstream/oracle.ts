@@ -29,6 +29,12 @@ export interface OracleOptions {
   windowMs?: number;
   /** Or: the window opens at what this returns for the send time (e.g. the poll two polls back). */
   windowStart?: (tSend: number) => number;
+  /**
+   * A wider window for the families whose answers may lag by design (by family id; over
+   * windowMs/windowStart): `/extended/v2/mempool/fees` may lag the mempool by
+   * cache.ttl.mempoolFeesMaxAgeMs (5 s).
+   */
+  windowMsByFamily?: Record<string, number>;
 }
 
 export function judgeExchanges(upstream: SurfaceUpstream, exchanges: readonly Exchange[], options: OracleOptions): OracleVerdict {
@@ -36,7 +42,8 @@ export function judgeExchanges(upstream: SurfaceUpstream, exchanges: readonly Ex
   const startOf = options.windowStart ?? ((t: number) => t - (options.windowMs ?? 2_000));
   for (const exchange of exchanges) {
     if (exchange.family === 'broadcast' || exchange.status === 0) continue;
-    const from = startOf(exchange.tSend);
+    const lag = options.windowMsByFamily?.[exchange.family];
+    const from = lag === undefined ? startOf(exchange.tSend) : Math.min(startOf(exchange.tSend), exchange.tSend - lag);
     if (from < upstream.oldestKnown()) {
       verdict.unverifiable++;
       continue;

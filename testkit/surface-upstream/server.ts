@@ -101,6 +101,15 @@ export class SurfaceUpstream {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
     });
+    // The fake speaks no WebSocket: an upgrade is refused (the socket closed, as node:http does
+    // with no upgrade listener) but counted, so the bench sees a proxy's upgrade attempts.
+    this.server.on('upgrade', (req: IncomingMessage, socket) => {
+      const method = req.method ?? 'GET';
+      const url = req.url ?? '/';
+      this.requests.push({ at: this.now(), method, url, family: 'ws_upgrade', cls: 'other', status: 0, notModified: false, conditional: false });
+      socket.on('error', () => undefined);
+      socket.destroy();
+    });
   }
 
   static async start(options: SurfaceUpstreamOptions = {}): Promise<SurfaceUpstream> {
