@@ -8,7 +8,15 @@
  * - A pinned tip is final: /extended/v2/blocks/0x{hash} read as final, and naming that block by
  *   its index block hash.
  * The reads go through the cache (usually hits); any failure is no evidence.
+ *
+ * A contract's deploy tx id is remembered once read (bounded, `DeployTxIds`): a contract id is
+ * deployed once, so the id the upstream named stays the one to check, and the check itself (the
+ * transaction's final entry) is what makes an answer final, every time. Without it, each block
+ * sent a contract_info read upstream for every contract asked about (its chain_tip ETag moves
+ * with the tip): 20 requests per 1,000 client requests on the bench's real mix. An id whose
+ * transaction no longer proves the deploy (a reorg, another answer) is forgotten and read again.
  */
+import { LRUCache } from 'lru-cache';
 import type { CacheEntry } from '../cache/entry.js';
 import { parseJson } from '../cache/policy.js';
 import type { FinalEvidence } from './admit-surface.js';
@@ -39,14 +47,18 @@ export function deployTxIdOf(entry: CacheEntry | undefined, contractId: string):
   return body.tx_id.toLowerCase();
 }
 
+/** Whether the entry is transaction `txId`, a successful deploy of `contractId` (final or not). */
+function isDeployOf(entry: CacheEntry | undefined, txId: string, contractId: string): boolean {
+  const tx = bodyOf(entry);
+  const contract = asObject(tx?.smart_contract);
+  if (!tx || typeof tx.tx_id !== 'string' || tx.tx_id.toLowerCase() !== txId) return false;
+  return tx.tx_type === 'smart_contract' && tx.tx_status === 'success' && contract?.contract_id === contractId;
+}
+
 /** Final evidence from the deploy transaction's entry: final, a successful deploy of `contractId`. */
 export function deployEvidenceOf(entry: CacheEntry | undefined, txId: string, contractId: string): FinalEvidence | undefined {
   if (!entry || entry.cls !== 'final' || entry.height === undefined) return undefined;
-  const tx = bodyOf(entry);
-  const contract = asObject(tx?.smart_contract);
-  if (!tx || typeof tx.tx_id !== 'string' || tx.tx_id.toLowerCase() !== txId) return undefined;
-  if (tx.tx_type !== 'smart_contract' || tx.tx_status !== 'success' || contract?.contract_id !== contractId) return undefined;
-  return { height: entry.height };
+  return isDeployOf(entry, txId, contractId) ? { height: entry.height } : undefined;
 }
 
 /** Final evidence from a block's entry: final, and that very block by its index block hash. */
@@ -57,12 +69,28 @@ export function blockEvidenceOf(entry: CacheEntry | undefined, indexBlockHash: s
   return block.height === entry.height ? { height: entry.height } : undefined;
 }
 
+/** Contracts whose deploy tx id is remembered at most (each entry: a contract id and a tx id, under 300 bytes). */
+export const DEPLOY_TX_IDS_MAX = 10_000;
+
 export function createSurfaceEvidence(reads: EvidenceReads): SurfaceEvidence {
+  const deployTxIds = new LRUCache<string, string>({ max: DEPLOY_TX_IDS_MAX });
+  async function deployTxIdFor(contractId: string): Promise<string | undefined> {
+    const known = deployTxIds.get(contractId);
+    if (known !== undefined) return known;
+    const txId = deployTxIdOf(await reads.contract(contractId), contractId);
+    if (txId !== undefined) deployTxIds.set(contractId, txId);
+    return txId;
+  }
   return {
     async deployFinal(contractId) {
       if (!CONTRACT_ID.test(contractId)) return undefined;
-      const txId = deployTxIdOf(await reads.contract(contractId), contractId);
-      return txId === undefined ? undefined : deployEvidenceOf(await reads.transaction(txId), txId, contractId);
+      const txId = await deployTxIdFor(contractId);
+      if (txId === undefined) return undefined;
+      const entry = await reads.transaction(txId);
+      // No longer that deploy (not found, dropped, another answer): the id is read again next
+      // time (a reorg may have moved the deploy). A deploy not final yet keeps it.
+      if (!isDeployOf(entry, txId, contractId)) deployTxIds.delete(contractId);
+      return deployEvidenceOf(entry, txId, contractId);
     },
     async blockFinal(indexBlockHash) {
       return blockEvidenceOf(await reads.block(indexBlockHash), indexBlockHash);
