@@ -143,7 +143,7 @@ export class BlockLearner {
 
   private async get(origin: string, path: string): Promise<unknown> {
     this.deps.telemetry.activityUpstreamRequest('learner');
-    const response = await this.deps.source.getFrom(origin, { path, route: 'activity_learner' });
+    const response = await this.deps.source.getFrom(origin, { path, route: 'activity_learner', purpose: 'block_learner' });
     if (response.status !== 200) throw new Unknown(`${path} answered ${response.status}`);
     const json = parseBoundedJson(response.body);
     if (json === undefined) throw new Unknown(`${path} answered no JSON`);

@@ -87,7 +87,7 @@ export class MempoolWatcher {
     const startedAt = clock();
     telemetry.activityUpstreamRequest('watcher');
     const headers: Record<string, string> = this.etag ? { 'if-none-match': this.etag } : {};
-    const response = await source.getFrom(origin, { path: PATH, route: 'mempool_watcher', headers });
+    const response = await source.getFrom(origin, { path: PATH, route: 'mempool_watcher', headers, purpose: 'mempool_watcher' });
     const endedAt = clock();
     if (response.status === 304 && this.etag !== undefined) {
       activity.mempoolPolled({ kind: 'unchanged', startedAt, endedAt });
@@ -122,7 +122,7 @@ export class MempoolWatcher {
     if (!etag?.startsWith('"') || Math.ceil(total / MEMPOOL_PAGE) > maxPages) return undefined;
     for (let offset = MEMPOOL_PAGE; set.size < total; offset += MEMPOOL_PAGE) {
       telemetry.activityUpstreamRequest('watcher');
-      const page = await source.getFrom(origin, { path: `${PATH}&offset=${offset}`, route: 'mempool_watcher' });
+      const page = await source.getFrom(origin, { path: `${PATH}&offset=${offset}`, route: 'mempool_watcher', purpose: 'mempool_watcher' });
       const json = page.status === 200 && page.headers.etag === etag ? parseBoundedJson(page.body) : undefined;
       const before = set.size;
       // A page of another mempool, a total that moved, or a page that adds nothing new: not one whole mempool.

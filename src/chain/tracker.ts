@@ -335,7 +335,7 @@ export class ChainTipTracker {
     const known = stored && performance.now() - stored.fullAt < BURN_TIP_REFRESH_MS ? stored : undefined;
     const headers: Record<string, string> = known ? { 'if-none-match': known.etag } : {};
     this.telemetry.tipPolled();
-    const response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers });
+    const response = await this.upstream.getFrom(origin, { path: '/extended', route: 'chain_tip', headers, purpose: 'tip_poll' });
     if (response.status === 304 && known) return known.tip;
     const tip = response.status === 200 ? parseJson<StatusBody>(response.body)?.chain_tip : undefined;
     if (!tip || typeof tip.block_height !== 'number' || typeof tip.index_block_hash !== 'string') {
@@ -557,7 +557,7 @@ export class ChainTipTracker {
 
   /** One upstream's /extended/v2/blocks/{height or hash}: its JSON, undefined when not found; other statuses throw. */
   private async blockOf(origin: string, heightOrHash: string): Promise<unknown> {
-    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${heightOrHash}`, route: 'chain_tip' });
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${heightOrHash}`, route: 'chain_tip', purpose: 'block_check' });
     if (response.status === 404) return undefined;
     if (response.status !== 200) throw new Error(`block ${heightOrHash} of ${origin} answered ${response.status}`);
     return parseJson<unknown>(response.body);
@@ -581,13 +581,17 @@ export class ChainTipTracker {
   }
 
   private async canonicalHashAt(height: number, origin: string): Promise<string | undefined> {
-    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${height}`, route: 'chain_tip' });
+    const response = await this.upstream.getFrom(origin, { path: `/extended/v2/blocks/${height}`, route: 'chain_tip', purpose: 'fork_search' });
     if (response.status !== 200) return undefined;
     return parseJson<{ index_block_hash?: string }>(response.body)?.index_block_hash;
   }
 
   private async blockAtBurn(burnHeight: number, origin: string): Promise<BurnBlockAnswer | undefined> {
-    const response = await this.upstream.getFrom(origin, { path: `/extended/v1/block/by_burn_block_height/${burnHeight}`, route: 'chain_tip' });
+    const response = await this.upstream.getFrom(origin, {
+      path: `/extended/v1/block/by_burn_block_height/${burnHeight}`,
+      route: 'chain_tip',
+      purpose: 'finality',
+    });
     if (response.status === 404) return undefined;
     if (response.status !== 200) throw new Error(`by_burn_block_height/${burnHeight} of ${origin} answered ${response.status}`);
     return parseJson<BurnBlockAnswer>(response.body) ?? {};

@@ -18,6 +18,7 @@
  * queue empty, half its slots free), and what is left of a block's warm-up is dropped when the
  * next tip arrives. Nothing here throws; every read is counted (telemetry.warmRequest).
  */
+import { asOwn } from '../upstream/own-purpose.js';
 import type { ChainTip } from '../chain/view.js';
 import type { ReadResult } from '../cache/read-path.js';
 import type { Prefetch } from '../http/read-handler.js';
@@ -151,7 +152,8 @@ export class BlockWarmer {
     if (!this.deps.upstreamIdle()) return count('busy');
     run.budget -= 1;
     try {
-      count(outcomeOf(await prefetch.read()));
+      const ready = prefetch;
+      count(outcomeOf(await asOwn('warmup', () => ready.read())));
     } catch {
       count('failed');
     }

@@ -240,6 +240,7 @@ export class SocketIoUpstream {
       this.options.telemetry.upstreamWsConnectionChanged(CHANNEL, false);
       this.lost(socket);
     });
+    this.options.telemetry.ownUpstreamRequest('push_connect');
     socket.connect();
   }
 

@@ -212,6 +212,7 @@ export class UpstreamRpcLink {
   private connect(): void {
     if (this.current === 'closed') return;
     let socket: WebSocket;
+    this.options.telemetry.ownUpstreamRequest('push_connect');
     try {
       socket = new WebSocket(this.url, {
         headers: { ...this.options.headers() },

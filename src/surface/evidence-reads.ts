@@ -13,6 +13,7 @@ import type { ChainView } from '../chain/view.js';
 import { ROUTE_BY_ID } from '../routes/route-table.js';
 import type { RouteId } from '../routes/route-spec.js';
 import { validateRequest } from '../routes/validate.js';
+import { asOwn } from '../upstream/own-purpose.js';
 import type { EvidenceReads } from './evidence.js';
 import { matchSurface } from './plan.js';
 import { planOf, surfaceSpec, type SurfaceEvidence } from './surface-spec.js';
@@ -42,14 +43,16 @@ export function createEvidenceReads(deps: EvidenceReadDeps): EvidenceReads {
   }
 
   return {
-    transaction: (txId) => entryFor(routeSpec('tx_by_id', { tx_id: txId })),
-    block: (indexBlockHash) => entryFor(routeSpec('block', { height_or_hash: `0x${indexBlockHash}` })),
-    contract: (contractId) => {
-      const path = `/extended/v1/contract/${contractId}`;
-      const match = matchSurface('GET', path, '');
-      if (match?.family.id !== 'contract_info') return Promise.resolve(undefined);
-      const spec = surfaceSpec({ plan: planOf(match, path, ''), method: 'GET', keyPrefix: deps.keyPrefix, chain: deps.chain(), evidence: deps.evidence() });
-      return entryFor(spec);
-    },
+    // The proxy's own reads (counted by purpose when they reach the upstream: own-purpose.ts).
+    transaction: (txId) => asOwn('contract_lookup', () => entryFor(routeSpec('tx_by_id', { tx_id: txId }))),
+    block: (indexBlockHash) => asOwn('pinned_tip', () => entryFor(routeSpec('block', { height_or_hash: `0x${indexBlockHash}` }))),
+    contract: (contractId) =>
+      asOwn('contract_lookup', () => {
+        const path = `/extended/v1/contract/${contractId}`;
+        const match = matchSurface('GET', path, '');
+        if (match?.family.id !== 'contract_info') return Promise.resolve(undefined);
+        const spec = surfaceSpec({ plan: planOf(match, path, ''), method: 'GET', keyPrefix: deps.keyPrefix, chain: deps.chain(), evidence: deps.evidence() });
+        return entryFor(spec);
+      }),
   };
 }

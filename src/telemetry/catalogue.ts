@@ -219,6 +219,11 @@ export const METRICS = {
     "Requests the principal-activity components sent to the upstream, by source (learner: a new block's transactions and events; watcher: the mempool poll).",
     ['source'],
   ),
+  ownUpstreamRequests: counter(
+    'stacks_proxy_own_upstream_requests_total',
+    "Requests the proxy sent the upstream on its own, not for a client's read, by purpose: tip_poll, block_check, fork_search, finality, block_learner, mempool_watcher, contract_lookup, pinned_tip, warmup, push_connect (upstream/own-purpose.ts).",
+    ['purpose'],
+  ),
   // The warm-up of a new block (issue 16): kinds and outcomes are block-warmer.ts's own words.
   warmRequests: counter(
     'stacks_proxy_warm_requests_total',

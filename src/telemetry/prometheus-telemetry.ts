@@ -2,6 +2,7 @@
  * The Telemetry the proxy runs with: each domain event becomes metric samples in one registry
  * per proxy and, for state changes (breaker, lag, Redis, tip poll, reorg), a log line.
  */
+import type { OwnPurpose } from './own-purposes.js';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { systemClock } from '../clock.js';
 import type { Logger } from '../logger.js';
@@ -379,6 +380,10 @@ class PrometheusTelemetry implements ProxyTelemetry {
 
   activityUpstreamRequest(source: 'learner' | 'watcher'): void {
     this.m.activityUpstreamRequests.labels({ source }).inc();
+  }
+
+  ownUpstreamRequest(purpose: OwnPurpose): void {
+    this.m.ownUpstreamRequests.labels({ purpose }).inc();
   }
 
   warmRequest(kind: 'block' | 'transactions' | 'hot', outcome: string): void {

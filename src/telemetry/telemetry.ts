@@ -6,6 +6,7 @@
  * The vocabulary is declared here rather than imported, so telemetry depends on no component
  * and every component may depend on it.
  */
+import type { OwnPurpose } from './own-purposes.js';
 
 export type Tier = 'memory' | 'redis';
 /** `stale`: an expired entry was served; `error`: the tier failed or held an unreadable entry. */
@@ -136,6 +137,8 @@ export interface Telemetry {
   blockLearned(outcome: string, why?: string): void;
   /** One request the block learner or the mempool watcher sent to the upstream. */
   activityUpstreamRequest(source: 'learner' | 'watcher'): void;
+  /** A request the proxy sent the upstream on its own, not for a client's read (upstream/own-purpose.ts). */
+  ownUpstreamRequest(purpose: OwnPurpose): void;
 
   /** One read of the warm-up of a new block (src/live/block-warmer.ts) and what became of it. */
   warmRequest(kind: 'block' | 'transactions' | 'hot', outcome: string): void;
@@ -229,6 +232,7 @@ class NoopTelemetry implements Telemetry {
   activityAnnounced(): void {}
   blockLearned(): void {}
   activityUpstreamRequest(): void {}
+  ownUpstreamRequest(): void {}
   warmRequest(): void {}
   rateLimitDecided(): void {}
   rateLimitFailedOpen(): void {}

@@ -20,6 +20,7 @@
  * last gateway 5xx answer is yielded if there was one (passed on, unless a stale copy can be
  * served), else the failure is thrown. The client never calls back into the cache.
  */
+import { currentOwnPurpose, type OwnPurpose } from './own-purpose.js';
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
@@ -63,6 +64,8 @@ export interface UpstreamRequest {
   /** Route id, for metrics labels and logs only. */
   route: string;
   headers?: Record<string, string>;
+  /** Why the proxy sends it (own-purpose.ts): counted in stacks_proxy_own_upstream_requests_total. */
+  purpose?: OwnPurpose;
 }
 
 /**
@@ -238,7 +241,7 @@ export class UpstreamClient {
     const limitedMs = this.health.rateLimitRemaining(origin);
     if (limitedMs > 0) throw new UpstreamError('rate_limited', origin, `${origin} is rate limited for ${limitedMs} ms more`, { retryAfterMs: limitedMs });
     const ask: UpstreamAsk = { method: 'GET', path: request.path, headers: request.headers };
-    const sent = await this.send(upstream, ask, request.route, this.clock() + this.settings.requestDeadlineMs, { healthCheck: true });
+    const sent = await this.send(upstream, ask, request.route, this.clock() + this.settings.requestDeadlineMs, { healthCheck: true, purpose: request.purpose });
     if (!sent.failure) this.answered(origin, request.route, sent, { healthCheck: true });
     return sent.response;
   }
@@ -263,7 +266,16 @@ export class UpstreamClient {
    * judged (answered/rejected). For the tip poll (`healthCheck`) a refusal is a failure too:
    * the poll asks for nothing an upstream in working order refuses.
    */
-  private async send(upstream: Upstream, ask: UpstreamAsk, route: string, deadline: number, options: { healthCheck?: boolean } = {}): Promise<Sent> {
+  private async send(
+    upstream: Upstream,
+    ask: UpstreamAsk,
+    route: string,
+    deadline: number,
+    options: { healthCheck?: boolean; purpose?: OwnPurpose | undefined } = {},
+  ): Promise<Sent> {
+    // The proxy's own request (named, or the own work it runs in): counted once per request sent.
+    const purpose = options.purpose ?? currentOwnPurpose();
+    if (purpose !== undefined) this.telemetry.ownUpstreamRequest(purpose);
     let release: () => void = () => undefined;
     if (!options.healthCheck) {
       try {

@@ -746,6 +746,27 @@ const ROUTES: Route[] = [
       return json(200, page(cycles, pg), chainTipEtag(s));
     }),
   ),
+  // A contract's record (the upstream's get_contract_by_id): its deploy transaction and code, under the chain_tip ETag.
+  r('GET', '/extended/v1/contract/:id', 'chain_tip', false, (s, [id = '']) => {
+    const [address = '', name = ''] = id.split('.');
+    const contract = contractOf(s, address, name);
+    const library = contract ? undefined : libraryOf(s, address, name);
+    const deploy = principalMined(s, id).find((t) => t.core.kind === 'smart_contract' && t.core.contractId === id);
+    if ((contract === undefined && library === undefined) || !deploy) return error(404, `cannot find contract by ID ${id}`, chainTipEtag(s));
+    return json(
+      200,
+      {
+        tx_id: deploy.core.txId,
+        canonical: true,
+        contract_id: id,
+        block_height: deploy.height,
+        clarity_version: 3,
+        source_code: contract ? SOURCES[contract] : librarySource(library as number),
+        abi: JSON.stringify(contract ? INTERFACES[contract] : libraryInterface()),
+      },
+      chainTipEtag(s),
+    );
+  }),
   r('GET', '/extended/v2/smart-contracts/status', 'chain_tip', false, (s, _p, q) => {
     const ids = q.getAll('contract_id').flatMap((v) => v.split(','));
     const statuses = Object.fromEntries(
