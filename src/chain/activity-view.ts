@@ -8,7 +8,12 @@
  * `transactions`: only its transactions, mined or pending (its nonces, its pending list), never
  * PoX unlocks or matured miner rewards, so a burn block alone cannot change it.
  */
-export type MovesWith = 'transactions';
+/**
+ * `transactions`: moves only with the principal's transactions (mined or pending), never with a
+ * burn block alone. `token_events`: moves only with token events (FT and NFT transfers, mints,
+ * burns) naming the principal: not with its STX transfers or fees, nor with burn blocks.
+ */
+export type MovesWith = 'transactions' | 'token_events';
 
 export interface ActivityView {
   /**

@@ -76,7 +76,16 @@ export interface TipRef {
 
 /** What one block touched: its principals (a superset is fine), and those its coinbase credits. */
 export type BlockTouches =
-  | { kind: 'known'; principals: Iterable<string>; coinbaseRecipients: Iterable<string> }
+  | {
+      kind: 'known';
+      principals: Iterable<string>;
+      coinbaseRecipients: Iterable<string>;
+      /**
+       * The principals its token events name (a subset of `principals`: every event that is not an
+       * STX transfer or lock, whatever its type). Absent: not known apart, so `principals` stands in.
+       */
+      tokenPrincipals?: Iterable<string>;
+    }
   /** The block's touches could not be read in full (pages, errors, a cap): learning is void. */
   | { kind: 'unknown'; why: string };
 
@@ -94,6 +103,8 @@ interface PrincipalMarks {
   changedAt?: number;
   /** Highest learned block that touched it. */
   touchedHeight?: number;
+  /** Highest learned block whose token events named it (never above touchedHeight). */
+  tokenTouchedHeight?: number;
   /** Latest mempool poll (its answer's arrival, ms) that saw its pending transactions change. */
   mempoolSeenAt?: number;
 }
@@ -103,6 +114,7 @@ export class PrincipalActivity implements ActivityView {
   /** What every principal not remembered inherits: the latest marks of any evicted one. */
   private evictedChangedAt = Number.NEGATIVE_INFINITY;
   private evictedTouchedHeight = Number.NEGATIVE_INFINITY;
+  private evictedTokenTouchedHeight = Number.NEGATIVE_INFINITY;
   private mempoolChangedAt = Number.NEGATIVE_INFINITY;
   /**
    * When an accepted broadcast whose principals are unknown (undecodable, not captured) was seen:
@@ -278,6 +290,7 @@ export class PrincipalActivity implements ActivityView {
       return 'unknown';
     }
     for (const principal of touches.principals) this.touch(principal, block.height);
+    for (const principal of touches.tokenPrincipals ?? touches.principals) this.touchTokens(principal, block.height);
     for (const principal of touches.coinbaseRecipients) {
       this.touch(principal, block.height);
       this.coinbaseUntil.set(principal, block.height + this.settings.coinbaseWindowBlocks);
@@ -292,9 +305,10 @@ export class PrincipalActivity implements ActivityView {
     // The answer may come from an upstream up to lagBlocks behind the tip it was stamped with.
     const from = tipHeight - (this.settings.lagBlocks ?? 0);
     if (at < this.voidedAt || from < this.learnedFrom || tipHeight > tip.height) return false;
-    if (movesWith !== 'transactions' && (at < this.stateVoidedAt || from < this.stateLearnedFrom)) return false;
+    if (movesWith === undefined && (at < this.stateVoidedAt || from < this.stateLearnedFrom)) return false;
     if ((this.coinbaseUntil.get(principal) ?? Number.NEGATIVE_INFINITY) >= tip.height) return false;
-    const touchedHeight = this.marksOf(principal).touchedHeight;
+    const marks = this.marksOf(principal);
+    const touchedHeight = movesWith === 'token_events' ? marks.tokenTouchedHeight : marks.touchedHeight;
     return touchedHeight === undefined || touchedHeight <= from;
   }
 
@@ -305,6 +319,10 @@ export class PrincipalActivity implements ActivityView {
 
   private touch(principal: string, height: number): void {
     this.mark(principal, (marks) => (marks.touchedHeight = Math.max(marks.touchedHeight ?? height, height)));
+  }
+
+  private touchTokens(principal: string, height: number): void {
+    this.mark(principal, (marks) => (marks.tokenTouchedHeight = Math.max(marks.tokenTouchedHeight ?? height, height)));
   }
 
   /**
@@ -328,6 +346,7 @@ export class PrincipalActivity implements ActivityView {
     this.principals.delete(oldest);
     if (evicted?.changedAt !== undefined) this.evictedChangedAt = Math.max(this.evictedChangedAt, evicted.changedAt);
     if (evicted?.touchedHeight !== undefined) this.evictedTouchedHeight = Math.max(this.evictedTouchedHeight, evicted.touchedHeight);
+    if (evicted?.tokenTouchedHeight !== undefined) this.evictedTokenTouchedHeight = Math.max(this.evictedTokenTouchedHeight, evicted.tokenTouchedHeight);
     if (evicted?.mempoolSeenAt !== undefined) this.evictedMempoolSeenAt = Math.max(this.evictedMempoolSeenAt, evicted.mempoolSeenAt);
     this.inherited = this.inheritedMarks();
   }
@@ -336,6 +355,7 @@ export class PrincipalActivity implements ActivityView {
     const inherited: PrincipalMarks = {};
     if (Number.isFinite(this.evictedChangedAt)) inherited.changedAt = this.evictedChangedAt;
     if (Number.isFinite(this.evictedTouchedHeight)) inherited.touchedHeight = this.evictedTouchedHeight;
+    if (Number.isFinite(this.evictedTokenTouchedHeight)) inherited.tokenTouchedHeight = this.evictedTokenTouchedHeight;
     if (Number.isFinite(this.evictedMempoolSeenAt)) inherited.mempoolSeenAt = this.evictedMempoolSeenAt;
     return inherited;
   }

@@ -163,8 +163,9 @@ export class BlockLearner {
       if (!collectPrincipals(tx, principals)) throw new Unknown(`transaction ${String(tx.tx_id)} nests deeper than the learner reads`);
       for (const recipient of coinbaseRecipients(tx)) coinbase.add(recipient);
     }
-    await this.events(txs, origin, principals);
-    return { kind: 'known', principals, coinbaseRecipients: coinbase };
+    const tokenPrincipals = new Set<string>();
+    await this.events(txs, origin, principals, tokenPrincipals);
+    return { kind: 'known', principals, coinbaseRecipients: coinbase, tokenPrincipals };
   }
 
   /** Every transaction of the block, each checked to be in it (canonical, at its height). */
@@ -191,7 +192,7 @@ export class BlockLearner {
   }
 
   /** The principals the events of the block's transactions name (tx/multiple carries them inline). */
-  private async events(txs: readonly TxJson[], origin: string, into: Set<string>): Promise<void> {
+  private async events(txs: readonly TxJson[], origin: string, into: Set<string>, tokensInto: Set<string>): Promise<void> {
     const withEvents = txs.filter((tx) => (tx.event_count as number) > 0);
     if (withEvents.length === 0) return;
     const requests = Math.ceil(withEvents.length / TXS_PER_EVENT_REQUEST);
@@ -210,7 +211,15 @@ export class BlockLearner {
         const events = member?.found === true ? member.result?.events : undefined;
         if (!Array.isArray(events) || events.length < (tx.event_count as number)) throw new Unknown(`events of ${ids[n]} not read in full`);
         if (!collectPrincipals(events, into)) throw new Unknown(`events of ${ids[n]} nest deeper than the learner reads`);
+        // Token balances move only through events; every event but an STX one counts (an unknown type too).
+        for (const event of events as unknown[]) if (!isStxEvent(event)) collectPrincipals(event, tokensInto);
       });
     }
   }
+}
+
+/** An STX transfer, mint, burn or lock event: it moves STX only, never a token balance. */
+function isStxEvent(event: unknown): boolean {
+  const type = (event as { event_type?: unknown } | null)?.event_type;
+  return type === 'stx_asset' || type === 'stx_lock';
 }

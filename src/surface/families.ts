@@ -315,8 +315,8 @@ export const FAMILIES: readonly Family[] = [
     change: 'etag:principal',
     principal: { param: 'principal' },
     // FT and NFT balances move only with token events (transfers, mints, burns name the principal),
-    // never with PoX state: learning survives burn blocks for them.
-    movesWith: 'transactions',
+    // never with STX transfers, fees or PoX state: learning survives those blocks for them.
+    movesWith: 'token_events',
     why: 'token balances: the principal ETag (confirmed activity only)',
   }),
   family({

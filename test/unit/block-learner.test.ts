@@ -71,7 +71,12 @@ async function learn(
   learner.onTip(block(10), 'u', false);
   learner.onTip(block(11), 'u', false);
   for (let i = 0; i < 50 && outcomes.length < 2; i++) await new Promise((resolve) => setImmediate(resolve));
-  return { outcome: outcomes[1], why: reasons[1], unchanged: [ALICE, BOB, CAROL].map((p) => activity.unchangedSince(p, 10, 1_000)) };
+  return {
+    outcome: outcomes[1],
+    why: reasons[1],
+    unchanged: [ALICE, BOB, CAROL].map((p) => activity.unchangedSince(p, 10, 1_000)),
+    tokensUnchanged: [ALICE, BOB, CAROL].map((p) => activity.unchangedSince(p, 10, 1_000, 'token_events')),
+  };
 }
 
 describe('BlockLearner', () => {
@@ -83,6 +88,20 @@ describe('BlockLearner', () => {
     const quiet = sourceFor([tx(1, { sender_address: BOB })]);
     expect(await learn(quiet)).toMatchObject({ outcome: 'learned', unchanged: [true, false, true] });
     expect(quiet.paths).toEqual([`/extended/v2/blocks/${hash(11)}/transactions?limit=50&offset=0`]);
+  });
+
+  it('tells token touches apart: every event but an STX transfer or lock names principals whose token balances moved', async () => {
+    const source = sourceFor([tx(1, { token_transfer: { recipient_address: BOB }, event_count: 1 }), tx(2, { event_count: 2 })], {
+      [hash(1001)]: [{ event_type: 'stx_asset', asset: { asset_event_type: 'transfer', sender: ALICE, recipient: BOB } }],
+      [hash(1002)]: [
+        { event_type: 'stx_lock', stx_lock_event: { locked_address: ALICE } },
+        { event_type: 'fungible_token_asset', asset: { asset_event_type: 'transfer', sender: ALICE, recipient: CAROL } },
+      ],
+    });
+    expect(await learn(source)).toMatchObject({ outcome: 'learned', unchanged: [false, false, false], tokensUnchanged: [false, true, false] });
+    // An event of a type not known names its principals for tokens too (conservative).
+    const unknownType = sourceFor([tx(1, { sender_address: CAROL, event_count: 1 })], { [hash(1001)]: [{ event_type: 'something_new', who: BOB }] });
+    expect(await learn(unknownType)).toMatchObject({ outcome: 'learned', tokensUnchanged: [true, false, true] });
   });
 
   it.each([

@@ -106,6 +106,33 @@ describe('PrincipalActivity: blocks', () => {
     expect(activity.unchangedSince(ALICE, 13, 5_500, 'transactions')).toBe(false);
   });
 
+  it('token balances (movesWith token_events) change only with the token events naming the principal, across burn blocks too', () => {
+    const activity = learnedThrough(12);
+    // Block 13 (a burn block): BOB pays an STX fee and transfer (named by the transaction), ALICE receives a token.
+    const outcome = activity.tipChanged(block(13, 501), false, 5_000);
+    if (outcome.kind !== 'learn') throw new Error('block 13 not to learn');
+    activity.blockLearned(block(13, 501), outcome.epoch, { ...nothing, principals: [ALICE, BOB], tokenPrincipals: [ALICE] }, 5_001);
+    expect(activity.unchangedSince(BOB, 11, 1_500, 'token_events')).toBe(true);
+    expect(activity.unchangedSince(ALICE, 11, 1_500, 'token_events')).toBe(false);
+    expect(activity.unchangedSince(BOB, 11, 1_500, 'transactions')).toBe(false);
+    expect(activity.unchangedSince(BOB, 11, 1_500)).toBe(false);
+    // Touches not told apart (a worker follower's, say): every principal the block named counts for tokens too.
+    const next = activity.tipChanged(block(14, 501), false, 6_000);
+    if (next.kind !== 'learn') throw new Error('block 14 not to learn');
+    activity.blockLearned(block(14, 501), next.epoch, { ...nothing, principals: [BOB] }, 6_001);
+    expect(activity.unchangedSince(BOB, 13, 5_500, 'token_events')).toBe(false);
+  });
+
+  it('an evicted principal leaves its token touches to every principal not remembered', () => {
+    const activity = new PrincipalActivity({ ...SETTINGS, maxPrincipals: 1 });
+    activity.tipChanged(block(10), false, 1_000);
+    const outcome = activity.tipChanged(block(11), false, 1_011);
+    if (outcome.kind !== 'learn') throw new Error('block 11 not to learn');
+    activity.blockLearned(block(11), outcome.epoch, { ...nothing, principals: [ALICE, BOB], tokenPrincipals: [ALICE, BOB] }, 1_012);
+    // ALICE's token touch was evicted by BOB's: a principal never seen inherits it (at 11).
+    expect(activity.unchangedSince('SP000000000000000000002Q6VF78', 10, 1_005, 'token_events')).toBe(false);
+  });
+
   it.each([
     ['a reorg', block(13), true, 'reorg'],
     ['a gap', block(14), false, 'gap'],

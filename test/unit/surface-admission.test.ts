@@ -80,9 +80,9 @@ describe('admitSurface', () => {
     expect(entryOf(admitSurface(node, answer(200, { balance: '0x0', nonce: 1 }), asked)).movesWith).toBeUndefined();
   });
 
-  it('marks token balances as moving with transactions only (token events name the principal; no PoX state)', () => {
+  it('marks token balances as moving with token events only (they name the principal; no STX transfer or PoX state moves them)', () => {
     const ft = factsFor('GET', `/extended/v2/addresses/${ADDRESS}/balances/ft`);
-    expect(entryOf(admitSurface(ft, answer(200, { results: [] }, { etag: '"p"' }), asked)).movesWith).toBe('transactions');
+    expect(entryOf(admitSurface(ft, answer(200, { results: [] }, { etag: '"p"' }), asked)).movesWith).toBe('token_events');
   });
 
   it('stores search answers as mempool class (a transaction found in the mempool can change without a new tip), keyed by the tip', () => {
