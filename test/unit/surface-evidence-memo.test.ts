@@ -7,22 +7,15 @@
 import { describe, expect, it } from 'vitest';
 import type { CacheEntry } from '../../src/cache/entry.js';
 import { createSurfaceEvidence, type EvidenceReads } from '../../src/surface/evidence.js';
+import { entry } from '../support/entries.js';
 
 const ADDRESS = 'SP2J6ZY48GV1EZ5V2V5RB9MP66SW86PYKKNRV9EJ7';
 const CONTRACT = `${ADDRESS}.token`;
 const TX = `0x${'12'.repeat(32)}`;
 const OTHER_TX = `0x${'34'.repeat(32)}`;
 
-const stored = (body: unknown, extra: Partial<CacheEntry> = {}): CacheEntry => ({
-  status: 200,
-  body: Buffer.from(JSON.stringify(body)),
-  headers: {},
-  etag: '"e"',
-  cls: 'final',
-  height: 80,
-  validatedAt: 0,
-  ...extra,
-});
+/** A stored JSON answer (final at height 80 unless told otherwise). */
+const stored = (body: unknown, extra: Partial<CacheEntry> = {}): CacheEntry => entry(JSON.stringify(body), { cls: 'final', height: 80, ...extra });
 const deployOf = (txId: string) => ({ tx_id: txId, tx_type: 'smart_contract', tx_status: 'success', smart_contract: { contract_id: CONTRACT } });
 
 /** Reads answering from two mutable slots, counting each kind. */
