@@ -6,7 +6,9 @@
  * Single-flight across instances, through a lock in the shared tier (Redis): the holder
  * fetches and writes its answer to the shared tier BEFORE it releases the lock; the others
  * poll the shared tier until that answer lands, the lock goes away, or `waitMs` passes, and
- * then fetch themselves if they still need to. Without a lock (Redis down), everyone fetches.
+ * then fetch themselves if they still need to. Whoever takes the lock looks in the shared tier
+ * once more first: the previous holder may have landed its answer and released the lock since
+ * the caller's own look. Without a lock (Redis down), everyone fetches.
  */
 import { noopTelemetry, type Telemetry } from '../telemetry/telemetry.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -63,6 +65,14 @@ export class SharedFlight implements CrossProcessFlight {
       return { kind: 'fetched', value: await fetch(false) };
     }
     try {
+      // The caller looked in the shared tier before asking for the lock; a holder may have written
+      // its answer and released the lock in between. Looking again under the lock tells that apart
+      // from a miss, so two instances never both fetch one answer.
+      const landed = release === undefined ? undefined : await this.peerEntry(key, accept);
+      if (landed) {
+        this.telemetry.sharedFlightWaited(route, 'filled');
+        return { kind: 'filled', entry: landed };
+      }
       return { kind: 'fetched', value: await fetch(release !== undefined) };
     } finally {
       await release?.();

@@ -75,3 +75,49 @@ describe('SharedFlight, waiting for a peer', () => {
     expect(outcome).toEqual({ kind: 'fetched', value: 'own answer' });
   });
 });
+
+/** A free lock: taking it succeeds, and `released` counts the releases. */
+function freeLock(): SharedLock & { released: number } {
+  const lock = {
+    released: 0,
+    acquire: () => Promise.resolve(async () => void lock.released++),
+    isHeld: () => Promise.resolve(false),
+  };
+  return lock;
+}
+
+describe('SharedFlight, taking the lock', () => {
+  it('takes the answer a previous holder landed before this instance took the lock, and fetches nothing', async () => {
+    // The caller's look at the tier missed; the previous holder then landed its answer and released.
+    const shared = tier();
+    const landed = entry('{"height":6}');
+    await shared.set(KEY, landed, null);
+    const lock = freeLock();
+    let fetched = 0;
+    const flight = new SharedFlight({ lock, lockTtlMs: 1_000, waitMs: 5_000 }, shared, Date.now);
+    const outcome = await flight.run(
+      KEY,
+      'block',
+      () => Promise.resolve(++fetched),
+      () => true,
+    );
+    expect(outcome).toEqual({ kind: 'filled', entry: landed });
+    expect(fetched).toBe(0);
+    expect(lock.released).toBe(1);
+  });
+
+  it('fetches, as the holder that must land, when the tier has nothing the caller can use', async () => {
+    const shared = tier();
+    await shared.set(KEY, entry('{"old":true}'), null);
+    const lock = freeLock();
+    const flight = new SharedFlight({ lock, lockTtlMs: 1_000, waitMs: 5_000 }, shared, Date.now);
+    const outcome = await flight.run(
+      KEY,
+      'block',
+      (mustLand) => Promise.resolve(mustLand ? 'landing answer' : 'unlocked answer'),
+      () => false,
+    );
+    expect(outcome).toEqual({ kind: 'fetched', value: 'landing answer' });
+    expect(lock.released).toBe(1);
+  });
+});
