@@ -358,7 +358,7 @@ function isRevalidatedBehind(entry: CacheEntry, age: number, chain: ChainView, t
  */
 export function changedByActivity(entry: CacheEntry, activity: ActivityView): boolean {
   if (entry.cls !== 'mempool') return false;
-  if (entry.principal !== undefined) return activity.principalChangedAfter(entry.principal, entry.validatedAt);
+  if (entry.principal !== undefined) return activity.principalChangedAfter(entry.principal, entry.validatedAt, entry.movesWith);
   return activity.mempoolChangedAfter(entry.validatedAt);
 }
 
@@ -401,7 +401,7 @@ function isWatchedFresh(entry: CacheEntry, now: number, age: number, sameTip: bo
   if (!activity.mempoolUnchangedSince || ttl.learnedMaxMs === undefined || age >= ttl.learnedMaxMs) return false;
   if (entry.status !== 200 && entry.status !== 404) return false;
   if (!sameTip && !isLearnedUnchanged(entry, now, chain, activity)) return false;
-  const vouchedAt = activity.mempoolUnchangedSince(entry.principal, entry.validatedAt);
+  const vouchedAt = activity.mempoolUnchangedSince(entry.principal, entry.validatedAt, entry.movesWith);
   return vouchedAt !== undefined && now - vouchedAt < ttl.mempoolMs;
 }
 

@@ -4,23 +4,28 @@
  * mempool) touched. Pure types; the registry that keeps them is src/chain/activity.ts.
  */
 /**
- * What an answer about a principal moves with, when narrower than "anything about it":
- * `transactions`: only its transactions, mined or pending (its nonces, its pending list), never
- * PoX unlocks or matured miner rewards, so a burn block alone cannot change it.
+ * What an answer about a principal moves with, when narrower than "anything about it" (never
+ * with a burn block alone, so PoX unlocks and matured miner rewards cannot change it):
+ *   - `transactions`: any transaction naming the principal, mined or pending;
+ *   - `token_events`: token events (FT and NFT transfers, mints, burns) naming the principal: not
+ *     its STX transfers or fees;
+ *   - `sent_transactions`: transactions the principal sends or sponsors (its nonces: the upstream
+ *     counts the nonces of txs whose sender or sponsor it is, mined and pending);
+ *   - `listed_transactions`: transactions the upstream's mempool list files under the principal
+ *     (its sender, sponsor, token-transfer recipient, the contract called or deployed): the
+ *     upstream's `getMempoolTxList({ address })`, not a principal a contract call's arguments name.
+ * A transaction whose JSON or wire form does not say who sent it counts as sending and listing
+ * for every principal it names (chain/tx-roles.ts).
  */
-/**
- * `transactions`: moves only with the principal's transactions (mined or pending), never with a
- * burn block alone. `token_events`: moves only with token events (FT and NFT transfers, mints,
- * burns) naming the principal: not with its STX transfers or fees, nor with burn blocks.
- */
-export type MovesWith = 'transactions' | 'token_events';
+export type MovesWith = 'transactions' | 'token_events' | 'sent_transactions' | 'listed_transactions';
 
 export interface ActivityView {
   /**
    * A broadcast accepted through the proxy (or a learned mempool change) named this principal
    * after `at` (ms): entries about it validated before then are not fresh, whatever their tip.
+   * With `movesWith` narrower than any transaction, only a change in that role counts.
    */
-  principalChangedAfter(principal: string, at: number): boolean;
+  principalChangedAfter(principal: string, at: number, movesWith?: MovesWith): boolean;
   /**
    * A broadcast was accepted through the proxy (or the mempool watcher saw any change) after
    * `at`: global mempool entries validated before are not fresh.
@@ -44,10 +49,11 @@ export interface ActivityView {
   /**
    * The mempool watcher's word (chain/mempool-watcher.ts): undefined unless every poll since `at`
    * compared the upstream's mempool with the one before and none saw a change naming `principal`
-   * (undefined principal: no change at all); else when the latest poll started (ms), which the
-   * policy requires to be within the mempool TTL. Absent without a watcher.
+   * (undefined principal: no change at all; with `movesWith`, no change in that role); else when
+   * the latest poll started (ms), which the policy requires to be within the mempool TTL. Absent
+   * without a watcher.
    */
-  mempoolUnchangedSince?(principal: string | undefined, at: number): number | undefined;
+  mempoolUnchangedSince?(principal: string | undefined, at: number, movesWith?: MovesWith): number | undefined;
   /**
    * Grows with every change rules (a) and (b) read (a broadcast, a mempool change): the read path
    * keys its flights by it, so a read that starts after a change never shares a fetch sent before.

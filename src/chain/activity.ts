@@ -24,6 +24,13 @@
  *     for `watchMs` (every upstream down, or no longer polled), blocks may have come that nobody
  *     read, so nothing counts as unchanged (`isWatching`): what is not known is not "unchanged".
  *
+ * Roles (issue 28): each mark is also kept for two narrower roles a principal can have in a
+ * transaction, its sender or sponsor (`sent`: what its nonces move with) and what the mempool list
+ * files the transaction under (`listed`: what its pending list moves with), told apart by the
+ * watcher, the learner and the broadcast decoder (tx-roles.ts); an entry that moves with one of
+ * those (`movesWith`) reads that role's marks. A source that does not tell them apart (a
+ * broadcast another instance announced, a worker follower's relayed word) marks every role.
+ *
  * Bounded memory: at most `maxPrincipals` principals are remembered, the least recently touched
  * evicted first. An evicted principal leaves its marks on two watermarks (latest change, highest
  * touched block) that every principal not remembered inherits: eviction can only make the
@@ -61,8 +68,12 @@ export interface ActivitySettings {
 export type MempoolPoll =
   /** The same mempool (a 304 on its ETag). */
   | { kind: 'unchanged'; startedAt: number; endedAt: number }
-  /** Changed, and exactly these principals' pending transactions changed (the whole mempool fit in the answer). */
-  | { kind: 'changed'; principals: Iterable<string>; startedAt: number; endedAt: number }
+  /**
+   * Changed, and exactly these principals' pending transactions changed (the whole mempool fit in
+   * the answer); `senders` and `listed`: those of them in that role (chain/tx-roles.ts), absent
+   * when not told apart (then `principals` stands in).
+   */
+  | { kind: 'changed'; principals: Iterable<string>; senders?: Iterable<string>; listed?: Iterable<string>; startedAt: number; endedAt: number }
   /** Changed in ways not known (the first poll, a mempool larger than one answer, an answer not understood). */
   | { kind: 'unknown'; startedAt: number; endedAt: number };
 
@@ -85,6 +96,9 @@ export type BlockTouches =
        * STX transfer or lock, whatever its type). Absent: not known apart, so `principals` stands in.
        */
       tokenPrincipals?: Iterable<string>;
+      /** The senders and sponsors of its transactions, and what its transactions are listed under (tx-roles.ts); absent: `principals` stands in. */
+      senderPrincipals?: Iterable<string>;
+      listedPrincipals?: Iterable<string>;
     }
   /** The block's touches could not be read in full (pages, errors, a cap): learning is void. */
   | { kind: 'unknown'; why: string };
@@ -98,15 +112,51 @@ export type TipOutcome =
 
 export type LearnOutcome = 'learned' | 'unknown' | 'outdated';
 
+/**
+ * Who a broadcast names in the narrower roles (tx-roles.ts): its sender and sponsor, and what the
+ * mempool list files it under. Absent (a broadcast announced by another instance, a push event):
+ * every principal named counts in every role.
+ */
+export interface BroadcastRoles {
+  senders: Iterable<string>;
+  listed: Iterable<string>;
+}
+
+/**
+ * What was seen of one principal. Each of the three marks (latest broadcast, highest touching
+ * block, latest mempool poll that saw a change) is kept for any transaction naming it and for
+ * the two narrower roles (`sent*`: as sender or sponsor; `listed*`: as what the mempool list
+ * files a transaction under), which an answer moving only with that role reads (`movesWith`).
+ */
 interface PrincipalMarks {
   /** Latest broadcast (or mempool change) that named it, ms. */
   changedAt?: number;
+  sentChangedAt?: number;
+  listedChangedAt?: number;
   /** Highest learned block that touched it. */
   touchedHeight?: number;
   /** Highest learned block whose token events named it (never above touchedHeight). */
   tokenTouchedHeight?: number;
+  sentTouchedHeight?: number;
+  listedTouchedHeight?: number;
   /** Latest mempool poll (its answer's arrival, ms) that saw its pending transactions change. */
   mempoolSeenAt?: number;
+  sentMempoolSeenAt?: number;
+  listedMempoolSeenAt?: number;
+}
+
+type Mark = 'changedAt' | 'touchedHeight' | 'mempoolSeenAt';
+type Role = 'any' | 'sent' | 'listed';
+/** The field of each mark for each role. */
+const FIELD: Record<Role, Record<Mark, keyof PrincipalMarks>> = {
+  any: { changedAt: 'changedAt', touchedHeight: 'touchedHeight', mempoolSeenAt: 'mempoolSeenAt' },
+  sent: { changedAt: 'sentChangedAt', touchedHeight: 'sentTouchedHeight', mempoolSeenAt: 'sentMempoolSeenAt' },
+  listed: { changedAt: 'listedChangedAt', touchedHeight: 'listedTouchedHeight', mempoolSeenAt: 'listedMempoolSeenAt' },
+};
+const NARROW_ROLES = ['sent', 'listed'] as const;
+
+function roleOf(movesWith: MovesWith | undefined): Role {
+  return movesWith === 'sent_transactions' ? 'sent' : movesWith === 'listed_transactions' ? 'listed' : 'any';
 }
 
 export class PrincipalActivity implements ActivityView {
@@ -156,9 +206,12 @@ export class PrincipalActivity implements ActivityView {
 
   // ---- broadcasts and mempool changes ----
 
-  /** A transaction naming `principals` was accepted at `at`: they and the global mempool changed. */
-  recordBroadcast(principals: Iterable<string>, at: number): void {
-    for (const principal of principals) this.mark(principal, (marks) => (marks.changedAt = Math.max(marks.changedAt ?? at, at)));
+  /**
+   * A transaction naming `principals` was accepted at `at`: they and the global mempool changed
+   * (in the narrower roles, those `roles` names; without it, all of them).
+   */
+  recordBroadcast(principals: Iterable<string>, at: number, roles?: BroadcastRoles): void {
+    this.markAll('changedAt', at, principals, roles && { sent: roles.senders, listed: roles.listed });
     this.recordMempoolChange(at);
   }
 
@@ -186,11 +239,14 @@ export class PrincipalActivity implements ActivityView {
     return this.changes;
   }
 
-  principalChangedAfter(principal: string, at: number): boolean {
+  principalChangedAfter(principal: string, at: number, movesWith?: MovesWith): boolean {
     // Inclusive: an answer validated in the very millisecond a change was recorded may predate it.
     // A change the mempool watcher saw needs no settling: it read the upstream's API itself.
     if (at <= this.everyoneChangedAt + this.settings.settleMs) return true;
-    const { changedAt, mempoolSeenAt } = this.marksOf(principal);
+    const marks = this.marksOf(principal);
+    const field = FIELD[roleOf(movesWith)];
+    const changedAt = marks[field.changedAt];
+    const mempoolSeenAt = marks[field.mempoolSeenAt];
     return (changedAt !== undefined && at <= changedAt + this.settings.settleMs) || (mempoolSeenAt !== undefined && at <= mempoolSeenAt);
   }
 
@@ -212,17 +268,17 @@ export class PrincipalActivity implements ActivityView {
     }
     if (poll.kind === 'unknown') this.unknownMempoolChangeSeenAt = Math.max(this.unknownMempoolChangeSeenAt, poll.endedAt);
     if (poll.kind === 'changed') {
-      for (const principal of poll.principals)
-        this.mark(principal, (marks) => (marks.mempoolSeenAt = Math.max(marks.mempoolSeenAt ?? poll.endedAt, poll.endedAt)));
+      const roles = poll.senders && poll.listed ? { sent: poll.senders, listed: poll.listed } : undefined;
+      this.markAll('mempoolSeenAt', poll.endedAt, poll.principals, roles);
     }
     this.lastMempoolPollAt = poll.startedAt;
   }
 
-  mempoolUnchangedSince(principal: string | undefined, at: number): number | undefined {
+  mempoolUnchangedSince(principal: string | undefined, at: number, movesWith?: MovesWith): number | undefined {
     // The watcher's first poll is an 'unknown' one: nothing is vouched for before its answer.
     // Inclusive, as principalChangedAfter: validated in the millisecond a change was seen is before it.
     if (this.lastMempoolPollAt === undefined || at <= this.unknownMempoolChangeSeenAt) return undefined;
-    const seenAt = principal === undefined ? this.anyMempoolChangeSeenAt : this.marksOf(principal).mempoolSeenAt;
+    const seenAt = principal === undefined ? this.anyMempoolChangeSeenAt : this.marksOf(principal)[FIELD[roleOf(movesWith)].mempoolSeenAt];
     return seenAt !== undefined && at <= seenAt ? undefined : this.lastMempoolPollAt;
   }
 
@@ -289,7 +345,8 @@ export class PrincipalActivity implements ActivityView {
       this.voidAt(this.tip?.height ?? block.height, at);
       return 'unknown';
     }
-    for (const principal of touches.principals) this.touch(principal, block.height);
+    const roles = touches.senderPrincipals && touches.listedPrincipals ? { sent: touches.senderPrincipals, listed: touches.listedPrincipals } : undefined;
+    this.markAll('touchedHeight', block.height, touches.principals, roles);
     for (const principal of touches.tokenPrincipals ?? touches.principals) this.touchTokens(principal, block.height);
     for (const principal of touches.coinbaseRecipients) {
       this.touch(principal, block.height);
@@ -308,7 +365,7 @@ export class PrincipalActivity implements ActivityView {
     if (movesWith === undefined && (at < this.stateVoidedAt || from < this.stateLearnedFrom)) return false;
     if ((this.coinbaseUntil.get(principal) ?? Number.NEGATIVE_INFINITY) >= tip.height) return false;
     const marks = this.marksOf(principal);
-    const touchedHeight = movesWith === 'token_events' ? marks.tokenTouchedHeight : marks.touchedHeight;
+    const touchedHeight = movesWith === 'token_events' ? marks.tokenTouchedHeight : marks[FIELD[roleOf(movesWith)].touchedHeight];
     return touchedHeight === undefined || touchedHeight <= from;
   }
 
@@ -318,7 +375,29 @@ export class PrincipalActivity implements ActivityView {
   }
 
   private touch(principal: string, height: number): void {
-    this.mark(principal, (marks) => (marks.touchedHeight = Math.max(marks.touchedHeight ?? height, height)));
+    this.markAll('touchedHeight', height, [principal]);
+  }
+
+  /**
+   * Raises one mark to `value` for every principal named: for any transaction, and in each
+   * narrower role for those `roles` names there (every principal named when `roles` is absent:
+   * not told apart, so in every role). A principal named in a role only (never the case for what
+   * tx-roles.ts derives) is marked for any transaction too, so a narrow mark is never above the
+   * broad one: eviction's watermarks, taken from the broad marks, then cover the narrow ones.
+   */
+  private markAll(mark: Mark, value: number, principals: Iterable<string>, roles?: Record<'sent' | 'listed', Iterable<string>>): void {
+    const raise = (marks: PrincipalMarks, field: keyof PrincipalMarks): void => {
+      marks[field] = Math.max(marks[field] ?? value, value);
+    };
+    const inRole = roles && { sent: new Set(roles.sent), listed: new Set(roles.listed) };
+    const named = new Set(principals);
+    if (inRole) for (const role of NARROW_ROLES) for (const principal of inRole[role]) named.add(principal);
+    for (const principal of named) {
+      this.mark(principal, (marks) => {
+        raise(marks, FIELD.any[mark]);
+        for (const role of NARROW_ROLES) if (!inRole || inRole[role].has(principal)) raise(marks, FIELD[role][mark]);
+      });
+    }
   }
 
   private touchTokens(principal: string, height: number): void {
@@ -351,12 +430,19 @@ export class PrincipalActivity implements ActivityView {
     this.inherited = this.inheritedMarks();
   }
 
+  /** A principal not remembered inherits the broad watermarks in every role: the narrow marks are never above the broad ones. */
   private inheritedMarks(): PrincipalMarks {
     const inherited: PrincipalMarks = {};
-    if (Number.isFinite(this.evictedChangedAt)) inherited.changedAt = this.evictedChangedAt;
-    if (Number.isFinite(this.evictedTouchedHeight)) inherited.touchedHeight = this.evictedTouchedHeight;
+    const watermarks: Record<Mark, number> = {
+      changedAt: this.evictedChangedAt,
+      touchedHeight: this.evictedTouchedHeight,
+      mempoolSeenAt: this.evictedMempoolSeenAt,
+    };
+    for (const mark of Object.keys(watermarks) as Mark[]) {
+      if (!Number.isFinite(watermarks[mark])) continue;
+      for (const role of Object.keys(FIELD) as Role[]) inherited[FIELD[role][mark]] = watermarks[mark];
+    }
     if (Number.isFinite(this.evictedTokenTouchedHeight)) inherited.tokenTouchedHeight = this.evictedTokenTouchedHeight;
-    if (Number.isFinite(this.evictedMempoolSeenAt)) inherited.mempoolSeenAt = this.evictedMempoolSeenAt;
     return inherited;
   }
 }

@@ -29,6 +29,7 @@ import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
 import { parseBoundedJson } from '../upstream/bounded-json.js';
 import type { BlockTouches, PrincipalActivity, TipRef } from './activity.js';
 import { coinbaseRecipients, collectPrincipals } from './touched-principals.js';
+import { txRoles } from './tx-roles.js';
 
 /** Worker mode: one learner per host (cluster/worker-tip-share.ts). */
 export interface SharedLearning {
@@ -159,13 +160,21 @@ export class BlockLearner {
     this.tellTransactions(tip, txIds);
     const principals = new Set<string>();
     const coinbase = new Set<string>();
+    const senderPrincipals = new Set<string>();
+    const listedPrincipals = new Set<string>();
     for (const tx of txs) {
-      if (!collectPrincipals(tx, principals)) throw new Unknown(`transaction ${String(tx.tx_id)} nests deeper than the learner reads`);
+      const named = new Set<string>();
+      if (!collectPrincipals(tx, named)) throw new Unknown(`transaction ${String(tx.tx_id)} nests deeper than the learner reads`);
+      for (const principal of named) principals.add(principal);
+      // Nonces and mempool lists move with a transaction's own fields; its events name only recipients of value.
+      const roles = txRoles(tx, named);
+      for (const principal of roles.senders) senderPrincipals.add(principal);
+      for (const principal of roles.listed) listedPrincipals.add(principal);
       for (const recipient of coinbaseRecipients(tx)) coinbase.add(recipient);
     }
     const tokenPrincipals = new Set<string>();
     await this.events(txs, origin, principals, tokenPrincipals);
-    return { kind: 'known', principals, coinbaseRecipients: coinbase, tokenPrincipals };
+    return { kind: 'known', principals, coinbaseRecipients: coinbase, tokenPrincipals, senderPrincipals, listedPrincipals };
   }
 
   /** Every transaction of the block, each checked to be in it (canonical, at its height). */

@@ -26,6 +26,7 @@ import {
   type SpendingCondition,
   type StacksTransactionWire,
 } from '@stacks/transactions';
+import type { BroadcastRoles } from './activity.js';
 
 /** The node's own limit on a transaction (stacks-core MAX_TRANSACTION_LEN = MAX_BLOCK_LEN, 2 MiB). */
 export const MAX_TRANSACTION_BYTES = 2 * 1024 * 1024;
@@ -54,6 +55,7 @@ function conditionAddress(condition: SpendingCondition, tx: StacksTransactionWir
   return addressToString(addressFromVersionHash(version, condition.signer));
 }
 
+/** The principals of a payload; every one of them is one the mempool list files the transaction under. */
 function payloadPrincipals(tx: StacksTransactionWire, origin: string): string[] {
   const payload = tx.payload;
   switch (payload.payloadType) {
@@ -86,23 +88,35 @@ function postConditionPrincipals(tx: StacksTransactionWire): string[] {
   return principals;
 }
 
+/** What a broadcast names: every principal (origin first), and in the narrower roles (activity.ts). */
+export interface BroadcastNames {
+  principals: string[];
+  roles: BroadcastRoles;
+}
+
 /**
- * The principals a broadcast body names (origin first), or undefined when it is not a
+ * The principals a broadcast body names, with its senders (origin and sponsor) and what the
+ * mempool list files it under (those and the payload's principal), or undefined when it is not a
  * transaction the codec can read (or larger than the node would take).
  */
-export function broadcastPrincipals(body: Buffer, contentType: string | undefined): string[] | undefined {
+export function decodeBroadcast(body: Buffer, contentType: string | undefined): BroadcastNames | undefined {
   if (body.length > MAX_BROADCAST_BODY_BYTES) return undefined;
   const bytes = transactionBytes(body, contentType);
   if (!bytes || bytes.length > MAX_TRANSACTION_BYTES) return undefined;
   try {
     const tx = deserializeTransaction(bytes);
     const origin = conditionAddress(tx.auth.spendingCondition, tx);
-    const principals = new Set([origin]);
-    if (tx.auth.authType === AuthType.Sponsored) principals.add(conditionAddress(tx.auth.sponsorSpendingCondition, tx));
-    for (const principal of payloadPrincipals(tx, origin)) principals.add(principal);
-    for (const principal of postConditionPrincipals(tx)) principals.add(principal);
-    return [...principals];
+    const senders = [origin];
+    if (tx.auth.authType === AuthType.Sponsored) senders.push(conditionAddress(tx.auth.sponsorSpendingCondition, tx));
+    const listed = [...senders, ...payloadPrincipals(tx, origin)];
+    const principals = new Set([...listed, ...postConditionPrincipals(tx)]);
+    return { principals: [...principals], roles: { senders, listed } };
   } catch {
     return undefined;
   }
+}
+
+/** The principals a broadcast body names (origin first), or undefined when it does not decode (decodeBroadcast). */
+export function broadcastPrincipals(body: Buffer, contentType: string | undefined): string[] | undefined {
+  return decodeBroadcast(body, contentType)?.principals;
 }

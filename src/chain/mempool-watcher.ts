@@ -6,7 +6,8 @@
  *   - 304: the mempool is the same, anywhere (the ETag is a digest of every pending tx id);
  *   - 200 holding the whole mempool after a poll that held it too: the transactions that came or
  *     went, and so exactly which principals' pending lists changed (every principal-shaped string
- *     of those transactions: touched-principals.ts). A mempool larger than one page is read in
+ *     of those transactions: touched-principals.ts), and which of them sent those transactions or
+ *     are what the mempool list files them under (tx-roles.ts). A mempool larger than one page is read in
  *     pages (`?limit=50&offset=…`, at most `maxPages` requests a poll), each of which must carry
  *     the first page's ETag: the upstream's mempool ETag is a digest of every pending tx id, so
  *     the same ETag means the pages are of one and the same mempool;
@@ -23,6 +24,7 @@ import type { UpstreamRequest, UpstreamResponse } from '../upstream/client.js';
 import { parseBoundedJson } from '../upstream/bounded-json.js';
 import type { PrincipalActivity } from './activity.js';
 import { collectPrincipals } from './touched-principals.js';
+import { txRoles, type TxRoles } from './tx-roles.js';
 
 /** The upstream's largest page of its mempool list. */
 export const MEMPOOL_PAGE = 50;
@@ -32,8 +34,11 @@ export interface MempoolSource {
   getFrom(origin: string, request: UpstreamRequest): Promise<UpstreamResponse>;
 }
 
-/** The pending transactions of a whole-mempool answer, by id, with the principals each names. */
-type MempoolSet = Map<string, string[]>;
+/** The pending transactions of a whole-mempool answer, by id, with the principals each names (and in which roles). */
+type MempoolSet = Map<string, TxNames>;
+interface TxNames extends TxRoles {
+  principals: string[];
+}
 
 export class MempoolWatcher {
   private etag: string | undefined;
@@ -104,7 +109,7 @@ export class MempoolWatcher {
       activity.mempoolPolled({ kind: 'unknown', startedAt, endedAt });
       return;
     }
-    activity.mempoolPolled({ kind: 'changed', principals: changedPrincipals(previous, current), startedAt, endedAt });
+    activity.mempoolPolled({ kind: 'changed', ...changedPrincipals(previous, current), startedAt, endedAt });
   }
 
   /**
@@ -145,15 +150,20 @@ function addPage(set: MempoolSet, answer: unknown): boolean {
     if (typeof tx?.tx_id !== 'string') return false;
     const principals = new Set<string>();
     collectPrincipals(tx, principals);
-    set.set(tx.tx_id, [...principals]);
+    set.set(tx.tx_id, { principals: [...principals], ...txRoles(tx, principals) });
   }
   return true;
 }
 
-/** The principals of the transactions that came or went. */
-function changedPrincipals(previous: MempoolSet, current: MempoolSet): Set<string> {
-  const changed = new Set<string>();
-  for (const [id, principals] of current) if (!previous.has(id)) for (const p of principals) changed.add(p);
-  for (const [id, principals] of previous) if (!current.has(id)) for (const p of principals) changed.add(p);
+/** The principals of the transactions that came or went, and those of them in each role. */
+function changedPrincipals(previous: MempoolSet, current: MempoolSet): { principals: Set<string>; senders: Set<string>; listed: Set<string> } {
+  const changed = { principals: new Set<string>(), senders: new Set<string>(), listed: new Set<string>() };
+  const add = (names: TxNames): void => {
+    for (const p of names.principals) changed.principals.add(p);
+    for (const p of names.senders) changed.senders.add(p);
+    for (const p of names.listed) changed.listed.add(p);
+  };
+  for (const [id, names] of current) if (!previous.has(id)) add(names);
+  for (const [id, names] of previous) if (!current.has(id)) add(names);
   return changed;
 }

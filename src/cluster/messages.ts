@@ -132,6 +132,9 @@ export interface MempoolPollNews {
   seq: number;
   kind: 'unchanged' | 'changed' | 'unknown';
   principals: string[];
+  /** Of `principals`, the senders and what the mempool list files the changed txs under (chain/tx-roles.ts); absent: not told apart. */
+  senders?: string[];
+  listed?: string[];
   startedAt: number;
   endedAt: number;
 }
@@ -147,6 +150,10 @@ export interface BlockLearnedNews {
   kind: 'known' | 'unknown';
   principals: string[];
   coinbaseRecipients: string[];
+  /** Of `principals`, those in each narrower role (chain/activity.ts BlockTouches); absent: not told apart. */
+  tokenPrincipals?: string[];
+  senderPrincipals?: string[];
+  listedPrincipals?: string[];
   why: string;
   txIds: string[];
 }
@@ -180,6 +187,8 @@ const isStrings = (value: unknown, max: number, ok: (s: string) => boolean): val
   Array.isArray(value) && value.length <= max && value.every((v) => typeof v === 'string' && ok(v));
 const isPrincipal = (p: string): boolean => p.length > 0 && p.length <= MAX_PRINCIPAL_CHARS;
 const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+/** An optional list: absent, or as isStrings. */
+const isOptionalStrings = (value: unknown, max: number, ok: (s: string) => boolean): boolean => value === undefined || isStrings(value, max, ok);
 
 export function isMempoolPollNews(message: unknown): message is MempoolPollNews {
   return (
@@ -192,6 +201,8 @@ export function isMempoolPollNews(message: unknown): message is MempoolPollNews 
     (message.seq as number) >= 1 &&
     POLL_KINDS.has(message.kind) &&
     isStrings(message.principals, MAX_NEWS_PRINCIPALS, isPrincipal) &&
+    isOptionalStrings(message.senders, MAX_NEWS_PRINCIPALS, isPrincipal) &&
+    isOptionalStrings(message.listed, MAX_NEWS_PRINCIPALS, isPrincipal) &&
     isTime(message.startedAt) &&
     isTime(message.endedAt)
   );
@@ -210,6 +221,9 @@ export function isBlockLearnedNews(message: unknown): message is BlockLearnedNew
     (message.kind === 'known' || message.kind === 'unknown') &&
     isStrings(message.principals, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
     isStrings(message.coinbaseRecipients, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
+    isOptionalStrings(message.tokenPrincipals, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
+    isOptionalStrings(message.senderPrincipals, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
+    isOptionalStrings(message.listedPrincipals, MAX_LEARNED_PRINCIPALS, isPrincipal) &&
     typeof message.why === 'string' &&
     message.why.length <= MAX_WHY_CHARS &&
     isStrings(message.txIds, MAX_LEARNED_TX_IDS, (id) => HEX_HASH.test(id))

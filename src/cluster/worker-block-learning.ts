@@ -59,7 +59,13 @@ export class WorkerBlockLearning implements SharedLearning {
       this.send({ type: 'scp:block-learned', block, kind: 'unknown', principals: [], coinbaseRecipients: [], why, txIds: ids });
       return;
     }
-    this.send({ type: 'scp:block-learned', block, kind: 'known', principals, coinbaseRecipients, why: '', txIds: ids });
+    // The narrower roles are subsets of `principals`, so within its bound.
+    const roles = {
+      ...(touches.tokenPrincipals ? { tokenPrincipals: [...touches.tokenPrincipals] } : {}),
+      ...(touches.senderPrincipals ? { senderPrincipals: [...touches.senderPrincipals] } : {}),
+      ...(touches.listedPrincipals ? { listedPrincipals: [...touches.listedPrincipals] } : {}),
+    };
+    this.send({ type: 'scp:block-learned', block, kind: 'known', principals, coinbaseRecipients, ...roles, why: '', txIds: ids });
   }
 
   leaderLearned(tip: TipRef): Promise<LeaderWord | undefined> {
@@ -90,7 +96,14 @@ export class WorkerBlockLearning implements SharedLearning {
   private heardWord(message: BlockLearnedNews): void {
     const touches: BlockTouches =
       message.kind === 'known'
-        ? { kind: 'known', principals: message.principals, coinbaseRecipients: message.coinbaseRecipients }
+        ? {
+            kind: 'known',
+            principals: message.principals,
+            coinbaseRecipients: message.coinbaseRecipients,
+            ...(message.tokenPrincipals ? { tokenPrincipals: message.tokenPrincipals } : {}),
+            ...(message.senderPrincipals ? { senderPrincipals: message.senderPrincipals } : {}),
+            ...(message.listedPrincipals ? { listedPrincipals: message.listedPrincipals } : {}),
+          }
         : { kind: 'unknown', why: message.why };
     const word = { touches, txIds: message.txIds };
     const hash = message.block.indexBlockHash;

@@ -99,7 +99,9 @@ export class WorkerTipShare implements TipShare {
     this.heard = { leaderId: message.leaderId, seq: message.seq };
     const times = { startedAt: message.startedAt, endedAt: message.endedAt };
     if (!follows || message.kind === 'unknown') return { kind: 'unknown', ...times };
-    return message.kind === 'changed' ? { kind: 'changed', principals: message.principals, ...times } : { kind: 'unchanged', ...times };
+    if (message.kind !== 'changed') return { kind: 'unchanged', ...times };
+    const roles = message.senders && message.listed ? { senders: message.senders, listed: message.listed } : {};
+    return { kind: 'changed', principals: message.principals, ...roles, ...times };
   }
 
   private keepEarly(poll: MempoolPoll): void {
@@ -143,14 +145,19 @@ export class WorkerTipShare implements TipShare {
     if (!this.leading || this.detached) return;
     this.polls += 1;
     const principals = poll.kind === 'changed' ? [...poll.principals] : [];
+    const roles = poll.kind === 'changed' && poll.senders && poll.listed ? { senders: [...poll.senders], listed: [...poll.listed] } : undefined;
     // A poll naming more than one notice may carry: the followers take it as a change in ways not known.
-    const kind = principals.length > MAX_NEWS_PRINCIPALS ? 'unknown' : poll.kind;
+    const tooMany =
+      principals.length > MAX_NEWS_PRINCIPALS ||
+      (roles !== undefined && (roles.senders.length > MAX_NEWS_PRINCIPALS || roles.listed.length > MAX_NEWS_PRINCIPALS));
+    const kind = tooMany ? 'unknown' : poll.kind;
     this.send({
       type: 'scp:mempool-poll',
       leaderId: this.leaderId,
       seq: this.polls,
       kind,
       principals: kind === 'changed' ? principals : [],
+      ...(kind === 'changed' && roles ? roles : {}),
       startedAt: poll.startedAt,
       endedAt: poll.endedAt,
     });

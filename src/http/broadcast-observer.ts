@@ -9,7 +9,7 @@
  * could be anyone, so every principal and the whole mempool count as changed (and that is
  * announced); for an answer that never came but a body that decodes, its principals.
  */
-import { broadcastPrincipals } from '../chain/broadcast-principals.js';
+import { decodeBroadcast } from '../chain/broadcast-principals.js';
 import type { PrincipalActivity } from '../chain/activity.js';
 import type { Clock } from '../clock.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -29,9 +29,10 @@ export function createBroadcastObserver(deps: { activity: PrincipalActivity; clo
         deps.telemetry.broadcastObserved('rejected');
         return;
       }
-      const principals = body === undefined ? undefined : broadcastPrincipals(body, contentType);
+      const names = body === undefined ? undefined : decodeBroadcast(body, contentType);
+      const principals = names?.principals;
       const at = deps.clock();
-      if (principals) deps.activity.recordBroadcast(principals, at);
+      if (names) deps.activity.recordBroadcast(names.principals, at, names.roles);
       else deps.activity.recordUnknownBroadcast(at);
       deps.telemetry.broadcastObserved(principals ? 'decoded' : 'undecodable', status === undefined ? 'no answer from the upstream' : undefined);
       // The client's answer waits for the announcement (bounded, passthrough-forward.ts): a wallet

@@ -13,6 +13,7 @@ import type { CacheEntry, FreshnessClass } from '../cache/entry.js';
 import { classifyTransaction, isContradiction, parseJson, type Classification, type Judgement } from '../cache/policy.js';
 import type { UpstreamResponse } from '../upstream/client.js';
 import { UpstreamError } from '../upstream/errors.js';
+import type { MovesWith } from '../chain/activity-view.js';
 import type { Family } from './families.js';
 
 /** What a request of a family is, as admission needs it (from plan.ts). */
@@ -21,6 +22,8 @@ export interface SurfaceFacts {
   params: Readonly<Record<string, string>>;
   /** The principal entries are about (CacheEntry.principal). */
   principal?: string;
+  /** What its entries move with, when the family's route under a prefix says narrower (Family.movesWithUnder). */
+  movesWith?: MovesWith;
   /**
    * Whether evidence could make an answer final at all (the request pins a tip, or asks
    * without a per-tip proof): when false, `evidence` is never asked for.
@@ -127,7 +130,8 @@ export function wantsEvidence(facts: SurfaceFacts, status: number): boolean {
 function entryOf(facts: SurfaceFacts, response: UpstreamResponse, classification: Classification, asked: Snapshot, json?: unknown): CacheEntry {
   const entry = entryFromAnswer(response, classification, asked, facts.principal);
   if (facts.principal === undefined) return entry;
-  if (facts.family.movesWith !== undefined) entry.movesWith = facts.family.movesWith;
+  const movesWith = facts.movesWith ?? facts.family.movesWith;
+  if (movesWith !== undefined) entry.movesWith = movesWith;
   else if (facts.family.movesWithWhenUnlocked && response.status === 200 && showsNothingLocked(json)) entry.movesWith = 'transactions';
   return entry;
 }

@@ -42,9 +42,17 @@ export interface Family {
   /**
    * `transactions`: the answer about the principal moves only with its transactions, mined or
    * pending (never with PoX unlocks or matured rewards), so learning survives a burn block for it
-   * (chain/activity.ts; entries get `movesWith` set).
+   * (chain/activity.ts; entries get `movesWith` set). Narrower ones (chain/activity-view.ts): only
+   * with its token events, only with what it sends.
    */
   movesWith?: MovesWith;
+  /**
+   * Where the family's routes under `prefix` are known (from the upstream's source) to move with
+   * less than `movesWith` says for the rest: the v1 mempool lists are the upstream's
+   * `getMempoolTxList({ address })`, filed by sender, recipient and contract, while what the v3
+   * ones file under is not read from its source yet.
+   */
+  movesWithUnder?: { prefix: string; movesWith: MovesWith };
   /**
    * An STX balance (with its lock): it moves with burn blocks only through a PoX unlock, which
    * needs STX locked. An answer showing none locked (locked 0, unlock height 0) moves only with
@@ -156,6 +164,8 @@ export const FAMILIES: readonly Family[] = [
     change: 'etag:mempool',
     principal: { query: 'address' },
     movesWith: 'transactions',
+    // Upstream getMempoolTxList: sender_address, token_transfer_recipient_address, smart_contract_contract_id or contract_call_contract_id = address.
+    movesWithUnder: { prefix: '/extended/v1/', movesWith: 'listed_transactions' },
     why: 'the global mempool ETag (even with ?address=): any broadcast anywhere changes it',
   }),
   family({
@@ -346,7 +356,8 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/extended/v1/address/:principal/nonces', '/extended/v3/principals/:principal/nonces'],
     change: 'etag:principal_mempool',
     principal: { param: 'principal' },
-    movesWith: 'transactions',
+    // Upstream getAddressNonces (and at a block): MAX(nonce) of txs and mempool txs whose sender, or sponsor when sponsored, it is.
+    movesWith: 'sent_transactions',
     why: "next nonce counts the principal's pending txs: principal_mempool ETag (mempool class)",
   }),
   family({
@@ -356,6 +367,8 @@ export const FAMILIES: readonly Family[] = [
     change: 'etag:principal_mempool',
     principal: { param: 'principal' },
     movesWith: 'transactions',
+    // v1 /address/:p/mempool is getMempoolTxList({ address }) too.
+    movesWithUnder: { prefix: '/extended/v1/', movesWith: 'listed_transactions' },
     why: "a principal's pending transactions: principal_mempool ETag (mempool class)",
   }),
   family({

@@ -37,6 +37,8 @@ export function planOf(match: SurfaceMatch, url: string, query: string): Surface
   const { family, params } = match;
   const principal = principalOf(match, query);
   const facts: SurfaceFacts = { family, params, finalizable: isFinalizable(family, query), ...(principal === undefined ? {} : { principal }) };
+  const narrower = family.movesWithUnder;
+  if (narrower && url.startsWith(narrower.prefix)) facts.movesWith = narrower.movesWith;
   return { family, facts, url, query, tipKeyed: isTipKeyed(family, query), subjects: subjectsOf(match, query) };
 }
 

@@ -21,8 +21,13 @@ const SIGNERS = KEYS.map((key) => privateKeyToAddress(key, 'testnet'));
 const OTHERS = Array.from({ length: 2 }, () => privateKeyToAddress(randomPrivateKey(), 'testnet'));
 const PRINCIPALS = [...SIGNERS, ...OTHERS];
 const TOKEN = `${OTHERS[0]}.token`;
-// The pending list (family `mempool`, movesWith transactions) survives burn blocks; the balance does not.
-const ROUTES = (p: string) => [`/extended/v1/address/${p}/stx`, `/extended/v1/address/${p}/transactions`, `/extended/v1/tx/mempool?address=${p}&limit=50`];
+// The pending list (family `mempool`, movesWith listed_transactions) and the nonces (sent_transactions) survive burn blocks; the balance does not.
+const ROUTES = (p: string) => [
+  `/extended/v1/address/${p}/stx`,
+  `/extended/v1/address/${p}/transactions`,
+  `/extended/v1/tx/mempool?address=${p}&limit=50`,
+  `/extended/v1/address/${p}/nonces`,
+];
 
 type Step =
   | { kind: 'transfer'; from: number; to: number }
@@ -110,6 +115,8 @@ describe('principal activity never serves what the upstream would answer differe
     let learnedHits = 0;
     /** HITs of a pending list right after a burn block: learning about transactions survived it. */
     let burnHits = 0;
+    /** HITs of a recipient's nonces right after a transfer to it (mined, pending or broadcast): a nonce moves with what its principal sends. */
+    let recipientNonceHits = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(STEP, { minLength: 4, maxLength: 16 }), async (steps) => {
         let clock = 1_800_000_000_000;
@@ -128,6 +135,9 @@ describe('principal activity never serves what the upstream would answer differe
               const newBlock = step.kind === 'quiet' || step.kind === 'transfer' || step.kind === 'event';
               if (newBlock && path.endsWith('/transactions') && served.headers.get('x-cache') === 'HIT') learnedHits++;
               if (step.kind === 'burn' && path.includes('/tx/mempool') && served.headers.get('x-cache') === 'HIT') burnHits++;
+              if ('to' in step && 'from' in step && step.to !== step.from && path === `/extended/v1/address/${PRINCIPALS[step.to]}/nonces`) {
+                if (served.headers.get('x-cache') === 'HIT') recipientNonceHits++;
+              }
             }
           }
         } finally {
@@ -140,5 +150,6 @@ describe('principal activity never serves what the upstream would answer differe
     // Not vacuous: answers were served from cache across new blocks, and were still the upstream's.
     expect(learnedHits).toBeGreaterThan(0);
     expect(burnHits).toBeGreaterThan(0);
+    expect(recipientNonceHits).toBeGreaterThan(0);
   });
 });

@@ -246,6 +246,24 @@ describe("no stale nonce after the sender's own broadcast", () => {
     await expectUpstreamsAnswers(proxy, upstream, SPONSOR, sponsor);
   });
 
+  it("the recipient's nonces did not change and stay HIT (a nonce moves with what its principal sends), its pending list is asked again", async () => {
+    const { upstream, proxies } = await setup();
+    const [proxy] = proxies as [ProxyServer];
+    await cacheAll(proxy, upstream, RECIPIENT);
+    const before = snapshot(upstream, RECIPIENT);
+    const asked = upstream.server.count(/nonces/);
+    expect((await broadcastJson(proxy, (await transfer(upstream)).serialize())).status).toBe(200);
+    for (const path of [`/extended/v1/address/${RECIPIENT}/nonces`, `/extended/v3/principals/${RECIPIENT}/nonces`]) {
+      const answer = await fetchRaw(proxy.url + path);
+      expect(answer.headers.get('x-cache'), path).toBe('HIT');
+      expect(JSON.parse(answer.body.toString()), path).toEqual(upstream.nonceBody(RECIPIENT));
+    }
+    expect(upstream.server.count(/nonces/)).toBe(asked);
+    // Its pending list did change (the upstream files a transfer under its recipient): asked again.
+    expect(JSON.stringify(upstream.mempoolBody(RECIPIENT))).not.toBe(before.get(`/extended/v1/tx/mempool?address=${RECIPIENT}`));
+    await expectUpstreamsAnswers(proxy, upstream, RECIPIENT, before);
+  });
+
   it('read through a second instance sharing Redis right after the answer: the same (the answer waited for the announcement)', async () => {
     const { upstream, proxies } = await setup(2);
     const [a, b] = proxies as [ProxyServer, ProxyServer];

@@ -7,7 +7,8 @@
  *   - a block's transactions (`/extended/v2/blocks/:index_block_hash/transactions`, pages) and
  *     their events (`/extended/v1/tx/multiple?tx_id=…&event_limit=…`);
  *   - per principal: `/extended/v1/address/:p/stx` and `/extended/v1/address/:p/nonces`
- *     (principal_mempool ETag: move with its confirmed and pending activity),
+ *     (principal_mempool ETag: move with its confirmed and pending activity; the nonces' body,
+ *     as the upstream's getAddressNonces computes it, only with the transactions it sends),
  *     `/extended/v1/address/:p/transactions` (principal ETag: confirmed activity) and the node's
  *     `/v2/accounts/:p` (no ETag: its confirmed balance and nonce), whose bodies carry the
  *     principal's counters, so a stale answer is visible;
@@ -26,6 +27,7 @@ export interface LearnTx {
   tx_type: string;
   sender_address: string;
   token_transfer?: { recipient_address: string };
+  contract_call?: { contract_id: string };
   coinbase_payload?: { alt_recipient: string | null };
   /** Events as tx/multiple returns them (their principals are what a block touched through events). */
   events: unknown[];
@@ -40,8 +42,12 @@ interface Block {
 }
 
 interface PrincipalState {
+  /** Changes of its confirmed and of its pending activity, any role. */
   confirmed: number;
   pending: number;
+  /** Transactions it sent, mined and pending: all its nonces move with. */
+  sent: number;
+  sentPending: number;
 }
 
 /** The miner of every block (its tenure changes name it). */
@@ -58,7 +64,14 @@ export class ActivityUpstream {
   private seq = 0;
   private readonly principals = new Map<string, PrincipalState>();
   /** Pending transactions (newest last), as /extended/v1/tx/mempool lists them. */
-  private readonly mempool: { tx_id: string; tx_status: string; tx_type: string; sender_address: string; token_transfer: { recipient_address: string } }[] = [];
+  private readonly mempool: {
+    tx_id: string;
+    tx_status: string;
+    tx_type: string;
+    sender_address: string;
+    sponsored: boolean;
+    token_transfer: { recipient_address: string };
+  }[] = [];
   /** Paths (regex on the url) answered 500 while set. */
   failing: RegExp | undefined;
   /** Paths answered 404 (the upstream's answer for a block it does not hold) while set. */
@@ -124,7 +137,10 @@ export class ActivityUpstream {
     const txs = [{ tx_id: this.hash('tx'), tx_type: 'tenure_change', sender_address: MINER, events: [] }, ...userTxs];
     const block = { height, hash: this.hash('block'), indexBlockHash: this.hash('index'), burnHeight: this.burnHeight, txs };
     this.blocks.push(block);
-    for (const tx of txs) for (const principal of touched(tx)) this.state(principal).confirmed += 1;
+    for (const tx of txs) {
+      for (const principal of touched(tx)) this.state(principal).confirmed += 1;
+      this.state(tx.sender_address).sent += 1;
+    }
     return block;
   }
 
@@ -137,7 +153,11 @@ export class ActivityUpstream {
   /** Replaces the last block by another one at its height (and one more on top). */
   reorg(): void {
     const orphan = this.blocks.pop() as Block;
-    for (const tx of orphan.txs) for (const principal of touched(tx)) this.state(principal).confirmed += 1;
+    // Its transactions are no longer executed: what they touched and what their senders sent changed.
+    for (const tx of orphan.txs) {
+      for (const principal of touched(tx)) this.state(principal).confirmed += 1;
+      this.state(tx.sender_address).sent += 1;
+    }
     this.mine([]);
     this.mine([]);
   }
@@ -159,6 +179,7 @@ export class ActivityUpstream {
       tx_id: this.hash('tx'),
       tx_type: 'contract_call',
       sender_address: sender,
+      contract_call: { contract_id: contract },
       events: [
         {
           event_index: 0,
@@ -176,15 +197,17 @@ export class ActivityUpstream {
       tx_status: 'pending',
       tx_type: 'token_transfer',
       sender_address: sender,
+      sponsored: false,
       token_transfer: { recipient_address: recipient },
     });
     this.state(sender).pending += 1;
+    this.state(sender).sentPending += 1;
     this.state(recipient).pending += 1;
   }
 
   private state(principal: string): PrincipalState {
     let state = this.principals.get(principal);
-    if (!state) this.principals.set(principal, (state = { confirmed: 0, pending: 0 }));
+    if (!state) this.principals.set(principal, (state = { confirmed: 0, pending: 0, sent: 0, sentPending: 0 }));
     return state;
   }
 
@@ -229,12 +252,14 @@ export class ActivityUpstream {
       if (!principals) return json(400, { error: 'transaction rejected', reason: 'Deserialization' });
       const [sender, recipient = sender] = principals as [string, ...string[]];
       this.state(sender).pending += 1;
+      this.state(sender).sentPending += 1;
       const txId = `0x${sha(body.toString('hex'))}`;
       this.mempool.push({
         tx_id: txId,
         tx_status: 'pending',
         tx_type: 'token_transfer',
         sender_address: sender,
+        sponsored: false,
         token_transfer: { recipient_address: recipient },
       });
       return json(200, txId);
@@ -255,7 +280,9 @@ export class ActivityUpstream {
         tx_id: tx.tx_id,
         tx_type: tx.tx_type,
         sender_address: tx.sender_address,
+        sponsored: false,
         ...(tx.token_transfer ? { token_transfer: tx.token_transfer } : {}),
+        ...(tx.contract_call ? { contract_call: tx.contract_call } : {}),
         ...(tx.coinbase_payload ? { coinbase_payload: tx.coinbase_payload } : {}),
         canonical: true,
         block_height: block.height,
@@ -312,13 +339,14 @@ export class ActivityUpstream {
         return json(200, { balance: String(1000 - state.confirmed), locked: '0', confirmed_txs: state.confirmed, pending_txs: state.pending }, etag);
       }
       if (match[2] === 'nonces') {
+        // The principal_mempool ETag moves with any activity; the body only with what it sent.
         const etag = sha(`${principal}:${state.confirmed}:${state.pending}`);
-        const next = state.confirmed + state.pending;
+        const next = state.sent + state.sentPending;
         return json(
           200,
           {
-            last_mempool_tx_nonce: state.pending > 0 ? next - 1 : null,
-            last_executed_tx_nonce: state.confirmed > 0 ? state.confirmed - 1 : null,
+            last_mempool_tx_nonce: state.sentPending > 0 ? next - 1 : null,
+            last_executed_tx_nonce: state.sent > 0 ? state.sent - 1 : null,
             possible_next_nonce: next,
             detected_missing_nonces: [],
             detected_mempool_nonces: [],
