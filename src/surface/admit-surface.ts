@@ -13,7 +13,6 @@ import type { CacheEntry, FreshnessClass } from '../cache/entry.js';
 import { classifyTransaction, isContradiction, parseJson, type Classification, type Judgement } from '../cache/policy.js';
 import type { UpstreamResponse } from '../upstream/client.js';
 import { UpstreamError } from '../upstream/errors.js';
-import type { MovesWith } from '../chain/activity-view.js';
 import type { Family } from './families.js';
 
 /** What a request of a family is, as admission needs it (from plan.ts). */
@@ -22,8 +21,6 @@ export interface SurfaceFacts {
   params: Readonly<Record<string, string>>;
   /** The principal entries are about (CacheEntry.principal). */
   principal?: string;
-  /** What its entries move with, when the family's route under a prefix says narrower (Family.movesWithUnder). */
-  movesWith?: MovesWith;
   /**
    * Whether evidence could make an answer final at all (the request pins a tip, or asks
    * without a per-tip proof): when false, `evidence` is never asked for.
@@ -127,10 +124,27 @@ export function wantsEvidence(facts: SurfaceFacts, status: number): boolean {
   return status === 200 && facts.finalizable && (evidence === 'deploy_tx' || evidence === 'pinned_tip');
 }
 
+/**
+ * A chain-tip ETag: a block hash, `"0x"` and 64 hex digits (upstream-contract.md §3). The
+ * upstream's mempool ETag is a timestamp (an older one a digest), never this.
+ */
+const CHAIN_TIP_ETAG = /^"0x[0-9a-f]{64}"$/i;
+
+/**
+ * Whether the upstream's ETag on this answer moves with what the answer moves with. The v3
+ * mempool list carries the chain-tip ETag (its preHandler is handleChainTipCache): a 304 to it
+ * would confirm a list the mempool has changed since, so it is never revalidated with.
+ */
+function etagTracksAnswer(facts: SurfaceFacts, etag: string): boolean {
+  return !(facts.family.change === 'etag:mempool' && CHAIN_TIP_ETAG.test(etag));
+}
+
 function entryOf(facts: SurfaceFacts, response: UpstreamResponse, classification: Classification, asked: Snapshot, json?: unknown): CacheEntry {
   const entry = entryFromAnswer(response, classification, asked, facts.principal);
+  // Clients still get the upstream's ETag (entry.etag), as the upstream sends it.
+  if (entry.upstreamEtag !== undefined && !etagTracksAnswer(facts, entry.upstreamEtag)) delete entry.upstreamEtag;
   if (facts.principal === undefined) return entry;
-  const movesWith = facts.movesWith ?? facts.family.movesWith;
+  const movesWith = facts.family.movesWith;
   if (movesWith !== undefined) entry.movesWith = movesWith;
   else if (facts.family.movesWithWhenUnlocked && response.status === 200 && showsNothingLocked(json)) entry.movesWith = 'transactions';
   return entry;

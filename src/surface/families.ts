@@ -37,8 +37,12 @@ export interface Family {
   routes: readonly string[];
   change: ChangeClass;
   evidence?: Evidence;
-  /** Where the principal an entry is about comes from (entries get `principal` set). */
-  principal?: { param: string } | { query: string };
+  /**
+   * Where the principal an entry is about comes from (entries get `principal` set). A query
+   * parameter names it only on the routes under `under` when given: another route of the family
+   * may ignore the parameter (the upstream ignores unknown query parameters).
+   */
+  principal?: { param: string } | { query: string; under?: string };
   /**
    * `transactions`: the answer about the principal moves only with its transactions, mined or
    * pending (never with PoX unlocks or matured rewards), so learning survives a burn block for it
@@ -46,13 +50,6 @@ export interface Family {
    * with its token events, only with what it sends.
    */
   movesWith?: MovesWith;
-  /**
-   * Where the family's routes under `prefix` are known (from the upstream's source) to move with
-   * less than `movesWith` says for the rest: the v1 mempool lists are the upstream's
-   * `getMempoolTxList({ address })`, filed by sender, recipient and contract, while what the v3
-   * ones file under is not read from its source yet.
-   */
-  movesWithUnder?: { prefix: string; movesWith: MovesWith };
   /**
    * An STX balance (with its lock): it moves with burn blocks only through a PoX unlock, which
    * needs STX locked. An answer showing none locked (locked 0, unlock height 0) moves only with
@@ -162,11 +159,12 @@ export const FAMILIES: readonly Family[] = [
     method: 'GET',
     routes: ['/extended/v1/tx/mempool', '/extended/v3/mempool/transactions'],
     change: 'etag:mempool',
-    principal: { query: 'address' },
-    movesWith: 'transactions',
+    // Only v1 filters by ?address=: the v3 list's querystring has no such parameter, and the
+    // upstream ignores unknown ones, so /extended/v3/mempool/transactions?address=P is the whole mempool.
+    principal: { query: 'address', under: '/extended/v1/' },
     // Upstream getMempoolTxList: sender_address, token_transfer_recipient_address, smart_contract_contract_id or contract_call_contract_id = address.
-    movesWithUnder: { prefix: '/extended/v1/', movesWith: 'listed_transactions' },
-    why: 'the global mempool ETag (even with ?address=): any broadcast anywhere changes it',
+    movesWith: 'listed_transactions',
+    why: 'the global mempool ETag (even with ?address=): any broadcast anywhere changes it; the v3 list carries the chain-tip ETag, which the mempool does not move, so it is refetched, never revalidated',
   }),
   family({
     id: 'tx_raw',
@@ -366,9 +364,9 @@ export const FAMILIES: readonly Family[] = [
     routes: ['/extended/v1/address/:principal/mempool', '/extended/v3/principals/:principal/mempool/transactions'],
     change: 'etag:principal_mempool',
     principal: { param: 'principal' },
-    movesWith: 'transactions',
-    // v1 /address/:p/mempool is getMempoolTxList({ address }) too.
-    movesWithUnder: { prefix: '/extended/v1/', movesWith: 'listed_transactions' },
+    // v1 /address/:p/mempool is getMempoolTxList({ address }); v3 getPrincipalMempoolTransactionSummaries
+    // filters on the same four columns (sender, token transfer recipient, deployed and called contract).
+    movesWith: 'listed_transactions',
     why: "a principal's pending transactions: principal_mempool ETag (mempool class)",
   }),
   family({

@@ -96,10 +96,11 @@ export function withoutProof(query: string, proofByDefault: boolean): boolean {
 }
 
 /** The principal an entry of this request is about, when its family names one. */
-export function principalOf(match: SurfaceMatch, query: string): string | undefined {
+export function principalOf(match: SurfaceMatch, url: string, query: string): string | undefined {
   const source = match.family.principal;
   if (!source) return undefined;
   if ('param' in source) return match.params[source.param];
+  if (source.under !== undefined && !url.startsWith(source.under)) return undefined;
   const values = queryValues(query, source.query);
   // Only a plain, single value: anything else would tag the entry with what the upstream may read otherwise.
   return values.length === 1 && /^[A-Za-z0-9.\-_]{1,200}$/.test(values[0] as string) ? values[0] : undefined;

@@ -35,10 +35,8 @@ export interface SurfacePlan {
 
 export function planOf(match: SurfaceMatch, url: string, query: string): SurfacePlan {
   const { family, params } = match;
-  const principal = principalOf(match, query);
+  const principal = principalOf(match, url, query);
   const facts: SurfaceFacts = { family, params, finalizable: isFinalizable(family, query), ...(principal === undefined ? {} : { principal }) };
-  const narrower = family.movesWithUnder;
-  if (narrower && url.startsWith(narrower.prefix)) facts.movesWith = narrower.movesWith;
   return { family, facts, url, query, tipKeyed: isTipKeyed(family, query), subjects: subjectsOf(match, query) };
 }
 

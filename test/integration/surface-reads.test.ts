@@ -307,6 +307,25 @@ describe('the official client (v9) through the proxy', () => {
   });
 });
 
+describe('the v3 mempool list', () => {
+  it('is refetched, never revalidated with its chain-tip ETag: the mempool moves under one tip, and a 304 would confirm the old list', async () => {
+    // No mempool watcher (its view would vouch for the list) and no stale-while-revalidate: past the TTL, the proxy asks.
+    const { upstream, proxy } = await setup({ cache: { ttl: { mempoolMs: 50, staleWhileRevalidateMs: 0 } }, activity: { watchMempool: false } });
+    const tipEtag = `0x${'cd'.repeat(32)}`;
+    let pending = 0;
+    // As the upstream: handleChainTipCache, so the ETag stays while transactions enter the mempool.
+    upstream.script({ match: /^\/extended\/v3\/mempool\/transactions/, answer: (r) => withEtag(r, tipEtag, { total: ++pending, results: [] }) });
+    const url = `${proxy.url}/extended/v3/mempool/transactions?limit=20`;
+    const first = await fetchRaw(url);
+    expect([first.headers.get('x-cache'), first.headers.get('etag'), JSON.parse(first.body.toString()).total]).toEqual(['MISS', `"${tipEtag}"`, 1]);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    const later = await fetchRaw(url);
+    expect([later.headers.get('x-cache'), JSON.parse(later.body.toString()).total]).toEqual(['MISS', 2]);
+    const asked = upstream.received.filter((r) => r.url.startsWith('/extended/v3/mempool/transactions'));
+    expect(asked.map((r) => r.headers['if-none-match'])).toEqual([undefined, undefined]);
+  });
+});
+
 describe('rate limits', () => {
   it('charges a surface read that asks the upstream a miss, and a hit a hit', async () => {
     const { upstream, proxy } = await setup({ rateLimit: { enabled: true, anonymous: { limit: 20 }, hitCost: 1, missCost: 5 } });

@@ -85,6 +85,36 @@ describe('admitSurface', () => {
     expect(entryOf(admitSurface(ft, answer(200, { results: [] }, { etag: '"p"' }), asked)).movesWith).toBe('token_events');
   });
 
+  it('marks nonces as moving with what the principal sends, and the mempool lists with what the upstream files under it', () => {
+    const admitted = (path: string, query = '') => entryOf(admitSurface(factsFor('GET', path, query), answer(200, { results: [] }, { etag: '"e"' }), asked));
+    expect(admitted(`/extended/v1/address/${ADDRESS}/nonces`).movesWith).toBe('sent_transactions');
+    expect(admitted(`/extended/v3/principals/${ADDRESS}/nonces`).movesWith).toBe('sent_transactions');
+    expect(admitted('/extended/v1/tx/mempool', `address=${ADDRESS}&limit=50`)).toMatchObject({ principal: ADDRESS, movesWith: 'listed_transactions' });
+    expect(admitted(`/extended/v1/address/${ADDRESS}/mempool`)).toMatchObject({ principal: ADDRESS, movesWith: 'listed_transactions' });
+    expect(admitted(`/extended/v3/principals/${ADDRESS}/mempool/transactions`)).toMatchObject({ principal: ADDRESS, movesWith: 'listed_transactions' });
+  });
+
+  it('tags the v3 mempool list with no principal, ?address= or not: the upstream ignores the parameter there and lists the whole mempool', () => {
+    expect(factsFor('GET', '/extended/v3/mempool/transactions', `address=${ADDRESS}`).principal).toBeUndefined();
+    const entry = entryOf(admitSurface(factsFor('GET', '/extended/v3/mempool/transactions', `address=${ADDRESS}`), answer(200, { results: [] }), asked));
+    expect(entry.principal).toBeUndefined();
+    expect(entry.movesWith).toBeUndefined();
+  });
+
+  it("never revalidates a mempool answer with a chain-tip ETag (the v3 mempool list's): the mempool moves without it, so a 304 would confirm an old list", () => {
+    const tipEtag = `"0x${'ab'.repeat(32)}"`;
+    const v3 = entryOf(admitSurface(factsFor('GET', '/extended/v3/mempool/transactions', 'limit=20'), answer(200, { results: [] }, { etag: tipEtag }), asked));
+    expect(v3).toMatchObject({ cls: 'mempool', etag: tipEtag });
+    expect(v3.upstreamEtag).toBeUndefined();
+    // The upstream's own mempool ETag (a timestamp) is revalidated with, and a chain-tip ETag on a chain-tip family too.
+    const v1 = entryOf(
+      admitSurface(factsFor('GET', '/extended/v1/tx/mempool', 'limit=20'), answer(200, { results: [] }, { etag: '"1755721234.567891"' }), asked),
+    );
+    expect(v1.upstreamEtag).toBe('"1755721234.567891"');
+    const blocks = entryOf(admitSurface(factsFor('GET', '/extended/v2/blocks', 'limit=10'), answer(200, { results: [] }, { etag: tipEtag }), asked));
+    expect(blocks.upstreamEtag).toBe(tipEtag);
+  });
+
   it('stores search answers as mempool class (a transaction found in the mempool can change without a new tip), keyed by the tip', () => {
     const facts = factsFor('GET', `/extended/v1/search/0x${'ab'.repeat(32)}`);
     const found = { found: true, result: { entity_id: `0x${'ab'.repeat(32)}`, entity_type: 'mempool_tx_id' } };

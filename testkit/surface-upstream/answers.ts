@@ -451,8 +451,10 @@ const ROUTES: Route[] = [
   }),
   // Fee priorities of the pending transactions (SBA getMempoolFeePriority), the mempool ETag.
   r('GET', '/extended/v2/mempool/fees', 'mempool', false, (s) => json(200, mempoolFees(s), s.mempoolDigest)),
-  r('GET', '/extended/v3/mempool/transactions', 'mempool', false, (s, _p, q) =>
-    withPage(q, 50, (p) => json(200, page([...s.mempool].reverse().map(pendingTxJson), p), s.mempoolDigest)),
+  // The upstream's v3 mempool list carries the chain-tip ETag (src/api/routes/v3/mempool.ts: preHandler
+  // handleChainTipCache), though its body moves with the mempool: a 304 to it says nothing of the mempool.
+  r('GET', '/extended/v3/mempool/transactions', 'chain_tip', false, (s, _p, q) =>
+    withPage(q, 50, (p) => json(200, page([...s.mempool].reverse().map(pendingTxJson), p), chainTipEtag(s))),
   ),
   r('GET', '/extended/v1/tx', 'chain_tip', true, (s, _p, q) =>
     withPage(q, 50, (p) => {
