@@ -41,6 +41,7 @@
  * Pure state: no I/O, no clock (every method takes the time), no telemetry.
  */
 import type { ActivityView, MovesWith } from './activity-view.js';
+import { BroadcastSettling } from './broadcast-settling.js';
 
 export interface ActivitySettings {
   /** Principals remembered at most; beyond, the least recently touched is evicted (conservatively). */
@@ -73,9 +74,18 @@ export type MempoolPoll =
    * the answer); `senders` and `listed`: those of them in that role (chain/tx-roles.ts), absent
    * when not told apart (then `principals` stands in).
    */
-  | { kind: 'changed'; principals: Iterable<string>; senders?: Iterable<string>; listed?: Iterable<string>; startedAt: number; endedAt: number }
+  | {
+      kind: 'changed';
+      principals: Iterable<string>;
+      senders?: Iterable<string>;
+      listed?: Iterable<string>;
+      /** The ids of the transactions the poll's answer held (broadcast-settling.ts). */
+      seenTxIds?: Iterable<string>;
+      startedAt: number;
+      endedAt: number;
+    }
   /** Changed in ways not known (the first poll, a mempool larger than one answer, an answer not understood). */
-  | { kind: 'unknown'; startedAt: number; endedAt: number };
+  | { kind: 'unknown'; seenTxIds?: Iterable<string>; startedAt: number; endedAt: number };
 
 /** A canonical tip as the tracker believed it. */
 export interface TipRef {
@@ -202,7 +212,12 @@ export class PrincipalActivity implements ActivityView {
   /** Principals a coinbase named, and the last tip height they count as touched at. */
   private readonly coinbaseUntil = new Map<string, number>();
 
-  constructor(private readonly settings: ActivitySettings) {}
+  /** When the upstream's API was seen holding the broadcasts (ends their settling early). */
+  private readonly settling: BroadcastSettling;
+
+  constructor(private readonly settings: ActivitySettings) {
+    this.settling = new BroadcastSettling(settings.settleMs);
+  }
 
   // ---- broadcasts and mempool changes ----
 
@@ -210,8 +225,10 @@ export class PrincipalActivity implements ActivityView {
    * A transaction naming `principals` was accepted at `at`: they and the global mempool changed
    * (in the narrower roles, those `roles` names; without it, all of them).
    */
-  recordBroadcast(principals: Iterable<string>, at: number, roles?: BroadcastRoles): void {
-    this.markAll('changedAt', at, principals, roles && { sent: roles.senders, listed: roles.listed });
+  recordBroadcast(principals: Iterable<string>, at: number, roles?: BroadcastRoles, txId?: string): void {
+    const named = [...principals];
+    this.markAll('changedAt', at, named, roles && { sent: roles.senders, listed: roles.listed });
+    this.settling.accepted(txId, named, at);
     this.recordMempoolChange(at);
   }
 
@@ -228,6 +245,7 @@ export class PrincipalActivity implements ActivityView {
    */
   recordUnknownBroadcast(at: number): void {
     this.everyoneChangedAt = Math.max(this.everyoneChangedAt, at);
+    this.settling.poison(undefined, at);
     this.recordMempoolChange(at);
   }
 
@@ -247,11 +265,21 @@ export class PrincipalActivity implements ActivityView {
     const field = FIELD[roleOf(movesWith)];
     const changedAt = marks[field.changedAt];
     const mempoolSeenAt = marks[field.mempoolSeenAt];
-    return (changedAt !== undefined && at <= changedAt + this.settings.settleMs) || (mempoolSeenAt !== undefined && at <= mempoolSeenAt);
+    return (changedAt !== undefined && this.unsettled(principal, changedAt, at)) || (mempoolSeenAt !== undefined && at <= mempoolSeenAt);
   }
 
   mempoolChangedAfter(at: number): boolean {
-    return at <= this.mempoolChangedAt + this.settings.settleMs || at <= this.anyMempoolChangeSeenAt;
+    return this.unsettled(undefined, this.mempoolChangedAt, at) || at <= this.anyMempoolChangeSeenAt;
+  }
+
+  /**
+   * Whether an answer validated at `at` may predate a broadcast at `changedAt`: validated before
+   * it, or within `settleMs` after it unless the watcher saw the upstream's API hold every
+   * broadcast since (broadcast-settling.ts).
+   */
+  private unsettled(principal: string | undefined, changedAt: number, at: number): boolean {
+    if (at <= changedAt) return true;
+    return at <= changedAt + this.settings.settleMs && !this.settling.hasSettled(principal, changedAt, at);
   }
 
   // ---- the mempool watcher ----
@@ -262,6 +290,7 @@ export class PrincipalActivity implements ActivityView {
    * not hold it. The poll vouches for what it saw as of its start.
    */
   mempoolPolled(poll: MempoolPoll): void {
+    if (poll.kind !== 'unchanged' && poll.seenTxIds) this.settling.seen(poll.seenTxIds, poll.endedAt);
     if (poll.kind !== 'unchanged') {
       this.anyMempoolChangeSeenAt = Math.max(this.anyMempoolChangeSeenAt, poll.endedAt);
       this.changes += 1;

@@ -92,6 +92,8 @@ function postConditionPrincipals(tx: StacksTransactionWire): string[] {
 export interface BroadcastNames {
   principals: string[];
   roles: BroadcastRoles;
+  /** The transaction's id (hex, no 0x): what the mempool watcher looks for (broadcast-settling.ts). */
+  txId: string;
 }
 
 /**
@@ -110,7 +112,7 @@ export function decodeBroadcast(body: Buffer, contentType: string | undefined): 
     if (tx.auth.authType === AuthType.Sponsored) senders.push(conditionAddress(tx.auth.sponsorSpendingCondition, tx));
     const listed = [...senders, ...payloadPrincipals(tx, origin)];
     const principals = new Set([...listed, ...postConditionPrincipals(tx)]);
-    return { principals: [...principals], roles: { senders, listed } };
+    return { principals: [...principals], roles: { senders, listed }, txId: tx.txid() };
   } catch {
     return undefined;
   }

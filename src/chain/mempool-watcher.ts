@@ -100,16 +100,18 @@ export class MempoolWatcher {
     }
     if (response.status !== 200) return;
     const etag = response.headers.etag;
-    const current = await this.readWhole(parseBoundedJson(response.body), etag);
+    // Whatever pages were read, whole mempool or not, hold transactions the upstream's API has.
+    const seenTxIds: string[] = [];
+    const current = await this.readWhole(parseBoundedJson(response.body), etag, seenTxIds);
     const previous = this.known;
     this.known = current;
     // Kept even when the set is not known: a 304 on it still means "the same mempool".
     this.etag = etag?.startsWith('"') ? etag : undefined;
     if (!current || !previous) {
-      activity.mempoolPolled({ kind: 'unknown', startedAt, endedAt });
+      activity.mempoolPolled({ kind: 'unknown', seenTxIds, startedAt, endedAt });
       return;
     }
-    activity.mempoolPolled({ kind: 'changed', ...changedPrincipals(previous, current), startedAt, endedAt });
+    activity.mempoolPolled({ kind: 'changed', ...changedPrincipals(previous, current), seenTxIds, startedAt, endedAt });
   }
 
   /**
@@ -117,12 +119,13 @@ export class MempoolWatcher {
    * maxPages requests in all, each counted); undefined when it cannot be read whole and of one
    * mempool (a strong ETag on every page, the same as the first's).
    */
-  private async readWhole(first: unknown, etag: string | undefined): Promise<MempoolSet | undefined> {
+  private async readWhole(first: unknown, etag: string | undefined, seenTxIds: string[]): Promise<MempoolSet | undefined> {
     const { source, origin, telemetry, maxPages } = this.deps;
-    const total = totalOf(first);
-    if (total === undefined) return undefined;
     const set: MempoolSet = new Map();
     if (!addPage(set, first)) return undefined;
+    seenTxIds.push(...set.keys());
+    const total = totalOf(first);
+    if (total === undefined) return undefined;
     if (set.size >= total) return set.size === total ? set : undefined;
     if (!etag?.startsWith('"') || Math.ceil(total / MEMPOOL_PAGE) > maxPages) return undefined;
     for (let offset = MEMPOOL_PAGE; set.size < total; offset += MEMPOOL_PAGE) {
@@ -131,7 +134,9 @@ export class MempoolWatcher {
       const json = page.status === 200 && page.headers.etag === etag ? parseBoundedJson(page.body) : undefined;
       const before = set.size;
       // A page of another mempool, a total that moved, or a page that adds nothing new: not one whole mempool.
+      // Its transactions are seen only when it is of the first page's mempool (its ETag).
       if (totalOf(json) !== total || !addPage(set, json) || set.size === before) return undefined;
+      for (const id of [...set.keys()].slice(before)) seenTxIds.push(id);
     }
     return set.size === total ? set : undefined;
   }

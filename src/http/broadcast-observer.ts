@@ -32,7 +32,7 @@ export function createBroadcastObserver(deps: { activity: PrincipalActivity; clo
       const names = body === undefined ? undefined : decodeBroadcast(body, contentType);
       const principals = names?.principals;
       const at = deps.clock();
-      if (names) deps.activity.recordBroadcast(names.principals, at, names.roles);
+      if (names) deps.activity.recordBroadcast(names.principals, at, names.roles, names.txId);
       else deps.activity.recordUnknownBroadcast(at);
       deps.telemetry.broadcastObserved(principals ? 'decoded' : 'undecodable', status === undefined ? 'no answer from the upstream' : undefined);
       // The client's answer waits for the announcement (bounded, passthrough-forward.ts): a wallet
