@@ -227,7 +227,7 @@ export class PrincipalActivity implements ActivityView {
    */
   recordBroadcast(principals: Iterable<string>, at: number, roles?: BroadcastRoles, txId?: string): void {
     const named = [...principals];
-    this.markAll('changedAt', at, named, roles && { sent: roles.senders, listed: roles.listed });
+    this.markAll('changedAt', at, named, roles);
     this.settling.accepted(txId, named, at);
     this.recordMempoolChange(at);
   }
@@ -297,7 +297,7 @@ export class PrincipalActivity implements ActivityView {
     }
     if (poll.kind === 'unknown') this.unknownMempoolChangeSeenAt = Math.max(this.unknownMempoolChangeSeenAt, poll.endedAt);
     if (poll.kind === 'changed') {
-      const roles = poll.senders && poll.listed ? { sent: poll.senders, listed: poll.listed } : undefined;
+      const roles = poll.senders && poll.listed ? { senders: poll.senders, listed: poll.listed } : undefined;
       this.markAll('mempoolSeenAt', poll.endedAt, poll.principals, roles);
     }
     this.lastMempoolPollAt = poll.startedAt;
@@ -374,7 +374,7 @@ export class PrincipalActivity implements ActivityView {
       this.voidAt(this.tip?.height ?? block.height, at);
       return 'unknown';
     }
-    const roles = touches.senderPrincipals && touches.listedPrincipals ? { sent: touches.senderPrincipals, listed: touches.listedPrincipals } : undefined;
+    const roles = touches.senderPrincipals && touches.listedPrincipals ? { senders: touches.senderPrincipals, listed: touches.listedPrincipals } : undefined;
     this.markAll('touchedHeight', block.height, touches.principals, roles);
     for (const principal of touches.tokenPrincipals ?? touches.principals) this.touchTokens(principal, block.height);
     for (const principal of touches.coinbaseRecipients) {
@@ -414,11 +414,11 @@ export class PrincipalActivity implements ActivityView {
    * tx-roles.ts derives) is marked for any transaction too, so a narrow mark is never above the
    * broad one: eviction's watermarks, taken from the broad marks, then cover the narrow ones.
    */
-  private markAll(mark: Mark, value: number, principals: Iterable<string>, roles?: Record<'sent' | 'listed', Iterable<string>>): void {
+  private markAll(mark: Mark, value: number, principals: Iterable<string>, roles?: BroadcastRoles): void {
     const raise = (marks: PrincipalMarks, field: keyof PrincipalMarks): void => {
       marks[field] = Math.max(marks[field] ?? value, value);
     };
-    const inRole = roles && { sent: new Set(roles.sent), listed: new Set(roles.listed) };
+    const inRole = roles && { sent: new Set(roles.senders), listed: new Set(roles.listed) };
     const named = new Set(principals);
     if (inRole) for (const role of NARROW_ROLES) for (const principal of inRole[role]) named.add(principal);
     for (const principal of named) {
