@@ -7,7 +7,7 @@
  * Servers under test are child processes pinned to CPU 0 (taskset); this process (autocannon and
  * the fake upstream) runs on CPU 1. Results: bench/results/latest.{md,json} (git ignores them).
  *   --quick        1 round of 1 s per variant, a short Zipf mix, no HTTP memory flood
- *   --only=a,b     only these scenarios (memoryHit, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency, blockWarmup, wsFanout, tipRevalidate, workers;
+ *   --only=a,b     only these scenarios (memoryHit, processTax, hitScaling, redisHit, coldMiss, passthrough, zipfMix, memoryMillion, scaling, walletMix, tipLatency, blockWarmup, wsFanout, tipRevalidate, workers;
  *                  kebab-case works too: --only=wallet-mix)
  *   BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS override the run's shape.
  */
@@ -25,6 +25,8 @@ import { wsFanout } from './scenarios/ws-fanout.js';
 import { memoryHit } from './scenarios/memory-hit.js';
 import { memoryMillion } from './scenarios/memory-million.js';
 import { passthrough } from './scenarios/passthrough.js';
+import { processTax } from './scenarios/process-tax.js';
+import { hitScaling } from './scenarios/hit-scaling.js';
 import { redisHit } from './scenarios/redis-hit.js';
 import { scaling } from './scenarios/scaling.js';
 import { tipLatency } from './scenarios/tip-latency.js';
@@ -35,6 +37,8 @@ import { zipfMix } from './scenarios/zipf-mix.js';
 
 const SCENARIOS: Record<string, (context: Context) => Promise<Section>> = {
   memoryHit,
+  processTax,
+  hitScaling,
   redisHit,
   coldMiss,
   passthrough,

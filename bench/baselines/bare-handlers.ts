@@ -13,11 +13,13 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const headFromJson = (json: string): string[] => (JSON.parse(json) as Array<[string, string]>).filter(([name]) => name !== 'content-length').flat();
 
 /**
- * The same bytes from a Map: `body` at /x (and /health, for the bench's readiness check), 404
- * elsewhere. `head`: the whole head written, content-length included; undefined: not ready (503).
+ * The same bytes from a Map: `body` at /x (and /health, for the bench's readiness check), and at
+ * /x/0 to /x/<entries-1>; 404 elsewhere. `head`: the whole head written, content-length included; undefined: not ready (503).
  */
-export function answerFromMap(body: Buffer, head: () => string[] | undefined): RequestListener {
+export function answerFromMap(body: Buffer, head: () => string[] | undefined, entries = 0): RequestListener {
   const answers = new Map<string, Buffer>([['/x', body]]);
+  // `entries` more keys, /x/0 and on, for a lookup among as many as a filled cache holds.
+  for (let i = 0; i < entries; i++) answers.set(`/x/${i}`, body);
   return (req, res) => {
     const found = answers.get(req.url === '/health' ? '/x' : (req.url ?? ''));
     const headers = head();

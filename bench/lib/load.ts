@@ -13,10 +13,12 @@ export interface BenchOptions {
   rounds: number;
   seconds: number;
   connections: number;
+  /** Warm-up before each measured run, instead of the default (0.25 s quick, else 0.5 s). */
+  warmUpSeconds?: number;
 }
 
 // Each variant's server is warmed by its first round already; this re-opens connections and settles the JIT.
-export const warmUpSeconds = (options: BenchOptions): number => (options.quick ? 0.25 : 0.5);
+export const warmUpSeconds = (options: BenchOptions): number => options.warmUpSeconds ?? (options.quick ? 0.25 : 0.5);
 
 export interface Run {
   requestsPerSecond: number;
@@ -65,6 +67,8 @@ export interface Target {
   preferWrk?: boolean;
   /** wrk's threads (default 1): more for a server on several cores (worker mode). */
   wrkThreads?: number;
+  /** wrk only: a file of request targets, one a line; each request asks for a random one. */
+  pathsFile?: string;
 }
 
 /** The load generator a target gets on this machine. */
@@ -136,10 +140,10 @@ export async function runLoad(targets: Target[], options: BenchOptions): Promise
 /** One measured run with wrk, one wrk process per target (each its share of the connections), after a warm-up. */
 async function runWrkLoad(targets: Target[], options: BenchOptions): Promise<Run> {
   const share = Math.max(1, Math.round(options.connections / targets.length));
-  await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, warmUpSeconds(options), t.wrkThreads)));
+  await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, warmUpSeconds(options), t.wrkThreads, t.pathsFile)));
   const pids = targets.flatMap((t) => t.pids ?? []);
   const before = pids.map(cpuSeconds);
-  const runs = await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, options.seconds, t.wrkThreads)));
+  const runs = await Promise.all(targets.map((t) => runWrk(t.url, t.connections ?? share, options.seconds, t.wrkThreads, t.pathsFile)));
   const cpu = pids.reduce((sum, pid, i) => sum + cpuSeconds(pid) - (before[i] ?? 0), 0);
   const requests = runs.reduce((sum, r) => sum + r.requests, 0);
   const generatorCpu = runs.reduce((sum, r) => sum + r.cpuSeconds, 0);
@@ -184,11 +188,28 @@ export function medianRun(runs: Run[]): Run {
   };
 }
 
-/** Runs each variant once per round, in turn, and returns the median run of each. */
-export async function alternate(label: string, variants: Record<string, Target[]>, options: BenchOptions): Promise<Record<string, Run>> {
+/**
+ * Runs each variant once per round and returns the median run of each. In turn by default;
+ * `shuffle`: in a new random order every round, so that no variant always follows the same one
+ * (a variant right after a heavy one runs on a core whose caches that one just filled).
+ */
+export async function alternate(
+  label: string,
+  variants: Record<string, Target[]>,
+  options: BenchOptions,
+  { shuffle = false }: { shuffle?: boolean } = {},
+): Promise<Record<string, Run>> {
   const runs: Record<string, Run[]> = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
   for (let round = 1; round <= options.rounds; round++) {
-    for (const [name, targets] of Object.entries(variants)) {
+    const order = Object.entries(variants);
+    if (shuffle) {
+      // Fisher-Yates: every order equally likely.
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [order[i], order[j]] = [order[j] as (typeof order)[number], order[i] as (typeof order)[number]];
+      }
+    }
+    for (const [name, targets] of order) {
       process.stderr.write(`bench: ${label}: ${name} (round ${round}/${options.rounds})`);
       const run = await runLoad(targets, options);
       runs[name]?.push(run);
@@ -196,4 +217,65 @@ export async function alternate(label: string, variants: Record<string, Target[]
     }
   }
   return Object.fromEntries(Object.entries(runs).map(([name, list]) => [name, medianRun(list)]));
+}
+
+/** One variant's paired figures: its CPU per request and req/s over the baseline's, run at the same moments. */
+export interface PairedRatio {
+  cpu: number;
+  requestsPerSecond: number;
+  /** Each round's CPU ratio (in latest.json), to see how far they scatter. */
+  rounds: number[];
+  /** The variant's own median CPU per request (µs), to read the ratio back as microseconds. */
+  cpuMicrosPerRequest: number;
+  baselineCpuMicrosPerRequest: number;
+}
+
+/**
+ * Each variant against the baseline in adjacent pairs: every round, each variant (in a new
+ * random order) runs right before or right after a run of the baseline (which first, at random),
+ * and the pair's ratio is kept. A shared host changes how fast its cores run from one second to
+ * the next (other tenants, the hypervisor): runs minutes apart scatter ±20% here, two runs a
+ * second apart much less, so the median of the pairs' ratios resolves a few percent where the
+ * ratio of two medians does not. Both servers are pinned to the same core as everywhere else.
+ */
+export async function pairedRatios(
+  label: string,
+  baseline: Target,
+  variants: Record<string, Target>,
+  options: BenchOptions,
+): Promise<Record<string, PairedRatio>> {
+  const rounds: Record<string, Array<{ variant: Run; base: Run }>> = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
+  for (let round = 1; round <= options.rounds; round++) {
+    const order = Object.entries(variants);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [order[i], order[j]] = [order[j] as (typeof order)[number], order[i] as (typeof order)[number]];
+    }
+    for (const [name, target] of order) {
+      const baseFirst = Math.random() < 0.5;
+      const first = await runLoad([baseFirst ? baseline : target], options);
+      const second = await runLoad([baseFirst ? target : baseline], options);
+      const [base, variant] = baseFirst ? [first, second] : [second, first];
+      rounds[name]?.push({ base, variant });
+      process.stderr.write(
+        `bench: ${label}: ${name} (round ${round}/${options.rounds}): ${variant.cpuMicrosPerRequest} µs against ${base.cpuMicrosPerRequest} µs CPU a request\n`,
+      );
+    }
+  }
+  const cpuOf = (r: Run): number => r.cpuMicrosPerRequest ?? Number.NaN;
+  return Object.fromEntries(
+    Object.entries(rounds).map(([name, list]) => {
+      const cpuRatios = list.map(({ variant, base }) => cpuOf(variant) / cpuOf(base));
+      return [
+        name,
+        {
+          cpu: Math.round(median(cpuRatios) * 1000) / 1000,
+          requestsPerSecond: Math.round(median(list.map(({ variant, base }) => variant.requestsPerSecond / base.requestsPerSecond)) * 1000) / 1000,
+          rounds: cpuRatios.map((r) => Math.round(r * 1000) / 1000),
+          cpuMicrosPerRequest: median(list.map(({ variant }) => cpuOf(variant))),
+          baselineCpuMicrosPerRequest: median(list.map(({ base }) => cpuOf(base))),
+        },
+      ];
+    }),
+  );
 }

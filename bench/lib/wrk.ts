@@ -39,12 +39,36 @@ export interface WrkRun {
   cpuSeconds: number;
 }
 
-/** A closed loop on `url` for `seconds` (whole seconds, at least 1: wrk's unit) with `connections` connections, `threads` threads (default one). */
-export async function runWrk(url: string, connections: number, seconds: number, threads = 1): Promise<WrkRun> {
+// With a paths file (one request target a line): each request asks for one of them at random.
+const randomPathsScript = (pathsFile: string): string => `
+local paths = {}
+for line in io.lines(${JSON.stringify(pathsFile)}) do paths[#paths + 1] = line end
+math.randomseed(os.time())
+request = function()
+  return wrk.format(nil, paths[math.random(#paths)])
+end
+`;
+const randomScripts = new Map<string, string>();
+
+/**
+ * A closed loop on `url` for `seconds` (whole seconds, at least 1: wrk's unit) with `connections`
+ * connections, `threads` threads (default one); with `pathsFile`, every request asks for a
+ * random line of that file (request targets on `url`'s host) instead of `url`'s own path.
+ */
+export async function runWrk(url: string, connections: number, seconds: number, threads = 1, pathsFile?: string): Promise<WrkRun> {
   if (!WRK) throw new Error('wrk is not installed');
-  scriptPath ??= join(mkdtempSync(join(tmpdir(), 'scp-wrk-')), 'report.lua');
-  writeFileSync(scriptPath, REPORT_SCRIPT);
-  const child = spawn(WRK, [`-t${threads}`, `-c${Math.max(connections, threads)}`, `-d${Math.max(1, Math.round(seconds))}s`, '-s', scriptPath, url], {
+  // Written once: wrk processes that run at the same time read it while another would rewrite it.
+  if (!scriptPath) {
+    scriptPath = join(mkdtempSync(join(tmpdir(), 'scp-wrk-')), 'report.lua');
+    writeFileSync(scriptPath, REPORT_SCRIPT);
+  }
+  let script = scriptPath;
+  if (pathsFile) {
+    script = randomScripts.get(pathsFile) ?? join(mkdtempSync(join(tmpdir(), 'scp-wrk-')), 'random.lua');
+    if (!randomScripts.has(pathsFile)) writeFileSync(script, randomPathsScript(pathsFile) + REPORT_SCRIPT);
+    randomScripts.set(pathsFile, script);
+  }
+  const child = spawn(WRK, [`-t${threads}`, `-c${Math.max(connections, threads)}`, `-d${Math.max(1, Math.round(seconds))}s`, '-s', script, url], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
