@@ -8,8 +8,8 @@
  *   redis    with BACKGROUND_REDIS_URL, a second ioredis client's SET and PUBLISH and a subscriber
  *   timers   three empty intervals (the timers alone, no I/O)
  *   metrics  prom-client's default collectors (event-loop delay histogram, GC observer), as the proxy registers them
- * BACKGROUND_THREAD=1 runs the same parts in a worker thread (its own V8 isolate), which is what
- * src/runtime/ does with the proxy's chain work. Its own CPU is a few requests a second; what
+ * BACKGROUND_THREAD=1 runs the same parts in a worker thread (its own V8 isolate): whether work
+ * moved off the serving isolate stops taxing the hit (issue 29 asked; the proxy does not). Its own CPU is a few requests a second; what
  * the variants show is how much more the hit's own path (node's streams, sockets, HTTP and
  * timers, ioredis) costs once other kinds of objects have gone through it in the same isolate.
  * BACKGROUND_UPSTREAM_URL: the upstream to poll; nothing is done without it.

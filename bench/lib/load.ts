@@ -188,28 +188,11 @@ export function medianRun(runs: Run[]): Run {
   };
 }
 
-/**
- * Runs each variant once per round and returns the median run of each. In turn by default;
- * `shuffle`: in a new random order every round, so that no variant always follows the same one
- * (a variant right after a heavy one runs on a core whose caches that one just filled).
- */
-export async function alternate(
-  label: string,
-  variants: Record<string, Target[]>,
-  options: BenchOptions,
-  { shuffle = false }: { shuffle?: boolean } = {},
-): Promise<Record<string, Run>> {
+/** Runs each variant once per round, in turn, and returns the median run of each. */
+export async function alternate(label: string, variants: Record<string, Target[]>, options: BenchOptions): Promise<Record<string, Run>> {
   const runs: Record<string, Run[]> = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
   for (let round = 1; round <= options.rounds; round++) {
-    const order = Object.entries(variants);
-    if (shuffle) {
-      // Fisher-Yates: every order equally likely.
-      for (let i = order.length - 1; i > 0; i--) {
-        const j = Math.floor(Math.random() * (i + 1));
-        [order[i], order[j]] = [order[j] as (typeof order)[number], order[i] as (typeof order)[number]];
-      }
-    }
-    for (const [name, targets] of order) {
+    for (const [name, targets] of Object.entries(variants)) {
       process.stderr.write(`bench: ${label}: ${name} (round ${round}/${options.rounds})`);
       const run = await runLoad(targets, options);
       runs[name]?.push(run);
@@ -219,7 +202,7 @@ export async function alternate(
   return Object.fromEntries(Object.entries(runs).map(([name, list]) => [name, medianRun(list)]));
 }
 
-/** One variant's paired figures: its CPU per request and req/s over the baseline's, run at the same moments. */
+/** One variant's paired figures: its CPU per request and req/s over the baseline's, from adjacent runs. */
 export interface PairedRatio {
   cpu: number;
   requestsPerSecond: number;
@@ -234,9 +217,10 @@ export interface PairedRatio {
  * Each variant against the baseline in adjacent pairs: every round, each variant (in a new
  * random order) runs right before or right after a run of the baseline (which first, at random),
  * and the pair's ratio is kept. A shared host changes how fast its cores run from one second to
- * the next (other tenants, the hypervisor): runs minutes apart scatter ±20% here, two runs a
- * second apart much less, so the median of the pairs' ratios resolves a few percent where the
- * ratio of two medians does not. Both servers are pinned to the same core as everywhere else.
+ * the next (other tenants, the hypervisor): runs minutes apart scatter ±20% and more here, two
+ * runs a second apart less (though single pairs still ranged 0.7x to 1.7x on issue 29's host),
+ * so the median of the pairs' ratios holds stiller than the ratio of two medians. Both servers
+ * are pinned to the same core as everywhere else.
  */
 export async function pairedRatios(
   label: string,
@@ -246,12 +230,7 @@ export async function pairedRatios(
 ): Promise<Record<string, PairedRatio>> {
   const rounds: Record<string, Array<{ variant: Run; base: Run }>> = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
   for (let round = 1; round <= options.rounds; round++) {
-    const order = Object.entries(variants);
-    for (let i = order.length - 1; i > 0; i--) {
-      const j = Math.floor(Math.random() * (i + 1));
-      [order[i], order[j]] = [order[j] as (typeof order)[number], order[i] as (typeof order)[number]];
-    }
-    for (const [name, target] of order) {
+    for (const [name, target] of shuffled(Object.entries(variants))) {
       const baseFirst = Math.random() < 0.5;
       const first = await runLoad([baseFirst ? baseline : target], options);
       const second = await runLoad([baseFirst ? target : baseline], options);
@@ -278,4 +257,14 @@ export async function pairedRatios(
       ];
     }),
   );
+}
+
+/** A copy of `items` in a random order, every order equally likely (Fisher-Yates). */
+function shuffled<T>(items: readonly T[]): T[] {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j] as T, order[i] as T];
+  }
+  return order;
 }

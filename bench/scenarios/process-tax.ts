@@ -13,14 +13,25 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { deepMerge, loadConfig, memoryTierBytes } from '../../src/config.js';
+import { heapFlagsToAdd, heapSizingFor } from '../../src/runtime/heap-sizing.js';
 import { freePort, stopChild } from '../../testkit/index.js';
 import { pairedRatios, type Target } from '../lib/load.js';
 import { baselineModule, startNodeServer, startProxy, type Server } from '../lib/proc.js';
 import type { Row, Section } from '../lib/report.js';
 import { HIT_PATH, hitHead, type Context } from './context.js';
 
-/** The flags the proxy's process gives itself at the defaults without Redis (src/runtime/heap-sizing.ts). */
-const PROXY_HEAP_FLAGS = ['--max-old-space-size=384', '--max-semi-space-size=16', '--incremental-marking-soft-trigger=60'];
+/** The heap flags the proxy's process gives itself at the defaults without Redis, as main.ts derives them. */
+const DEFAULT_CONFIG = loadConfig({});
+const PROXY_HEAP_FLAGS = heapFlagsToAdd(
+  heapSizingFor(
+    memoryTierBytes(DEFAULT_CONFIG),
+    DEFAULT_CONFIG.heap.maxOldSpaceMiB,
+    DEFAULT_CONFIG.heap.maxSemiSpaceMiB,
+    DEFAULT_CONFIG.heap.markingStartPercent,
+  ),
+  [],
+);
 
 /** Every optional part off: no activity registry (watcher, learner), no push feed, warm-up or fan-out, one tip poll an hour. */
 const QUIET = {
@@ -28,17 +39,7 @@ const QUIET = {
   activity: { enabled: false },
   live: { push: { enabled: false }, warm: { enabled: false }, fanout: { enabled: false } },
 };
-const withParts = (overrides: Record<string, unknown>): Record<string, unknown> => deepAssign(structuredClone(QUIET), overrides);
-
-function deepAssign(target: Record<string, unknown>, source: Record<string, unknown>): Record<string, unknown> {
-  for (const [key, value] of Object.entries(source)) {
-    const current = target[key];
-    if (value && typeof value === 'object' && current && typeof current === 'object')
-      deepAssign(current as Record<string, unknown>, value as Record<string, unknown>);
-    else target[key] = value;
-  }
-  return target;
-}
+const withParts = (overrides: Record<string, unknown>): Record<string, unknown> => deepMerge(QUIET, overrides);
 
 /** The proxy variants: config overrides on top of QUIET (undefined: the defaults). */
 const PROXY_VARIANTS: Record<string, { config?: Record<string, unknown>; name: string }> = {
