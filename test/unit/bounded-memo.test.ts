@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedMemo } from '../../src/http/bounded-memo.js';
 
@@ -45,5 +46,28 @@ describe('BoundedMemo', () => {
     const memo = new BoundedMemo<number>(100, 64);
     for (let i = 0; i < 100_000; i++) memo.get(`/extended/v1/tx/${i}`, () => i);
     expect(memo.size).toBe(100);
+  });
+
+  it('drops keys oldest first through many rounds of eviction, as a list of the kept keys would', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 200 }), (maxEntries, keys) => {
+        const memo = new BoundedMemo<number>(maxEntries, 100);
+        const kept: string[] = [];
+        for (const n of keys) {
+          const key = `/k/${n}`;
+          let computed = false;
+          memo.get(key, () => {
+            computed = true;
+            return n;
+          });
+          expect(computed).toBe(!kept.includes(key));
+          if (computed) {
+            kept.push(key);
+            if (kept.length > maxEntries) kept.shift();
+          }
+          expect(memo.size).toBe(kept.length);
+        }
+      }),
+    );
   });
 });
